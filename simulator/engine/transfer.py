@@ -1,0 +1,53 @@
+"""What every engine consumes: transfers with dependencies (a DAG), emitted by the workloads layer.
+
+Defined here, in the engine layer, because the engines are below the workloads: workloads import
+this module, engines never import workloads.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True, slots=True)
+class Transfer:
+    """Move ``bytes`` from node ``src`` to node ``dst`` once every transfer in ``deps`` has finished
+    and a further ``delay_s`` has passed.
+
+    ``bytes == 0`` is a pure delay (kernel compute, protocol latency) on ``src``; it finishes
+    ``delay_s`` after its deps. ``paths`` optionally pins the equal-cost paths (each a tuple of
+    channel ids) the data is spread over; ``None`` lets the engine route over all shortest paths.
+    """
+
+    id: int
+    src: str
+    dst: str
+    bytes: int
+    deps: tuple[int, ...] = ()
+    delay_s: float = 0.0
+    paths: tuple[tuple[int, ...], ...] | None = None
+    tag: str = ""
+    """Label for reports and traces, e.g. ``ring.ch3.rs.step2``."""
+
+
+@dataclass(frozen=True, slots=True)
+class Workload:
+    """A named DAG of transfers. Ids are 0..N-1 and deps point only to lower ids (checked)."""
+
+    name: str
+    transfers: tuple[Transfer, ...]
+    meta: dict = field(default_factory=dict, hash=False, compare=False)
+    """Facts for reports: op, algo, protocol, message bytes, bus-bandwidth factor..."""
+
+    def __post_init__(self) -> None:
+        for i, t in enumerate(self.transfers):
+            if t.id != i:
+                raise ValueError(f"transfer ids must be 0..N-1 in order; got {t.id} at {i}")
+            if any(d >= i or d < 0 for d in t.deps):
+                raise ValueError(f"transfer {i} depends on a later or unknown transfer: {t.deps}")
+            if t.bytes < 0 or t.delay_s < 0:
+                raise ValueError(f"transfer {i} has negative bytes or delay")
+
+    @property
+    def total_bytes(self) -> int:
+        return sum(t.bytes for t in self.transfers)

@@ -1,0 +1,140 @@
+"""The built topology: the one contract between the topology layer and the engines and workloads.
+
+A :class:`Fabric` is a networkx ``MultiDiGraph`` plus typed records. Nodes are devices (GPUs,
+switch chips, NICs, PCIe switches, hosts); every physical link is two :class:`Channel` records, one
+per direction, each an edge ``(src, dst, key=channel.id)`` with attribute ``ch``. Capacities are
+always per direction; a bidirectional figure is the sum of a link's two channels.
+
+Engines read only these records (never the YAML model); the topology builder is the only producer.
+Tests may build small fabrics directly with :meth:`Fabric.from_parts`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Iterable, Literal, Mapping
+
+import networkx as nx
+
+FabricKind = Literal["nvlink", "pcie", "network"]
+"""Which interconnect a channel belongs to: NVLink (incl. NVSwitch ports), PCIe, or the scale-out network."""
+
+NodeKind = Literal["gpu", "switch", "nic", "pcie_switch", "host"]
+"""``switch`` covers NVSwitch chips and InfiniBand/Ethernet switches; ``host`` is a CPU/root complex."""
+
+
+@dataclass(frozen=True, slots=True)
+class Node:
+    """One device in the graph."""
+
+    name: str
+    kind: NodeKind
+    part: str
+    """Catalog name of the part (e.g. ``gb200``, ``nvswitch4``, ``cx7``)."""
+    group: str = ""
+    """Enclosure it sits in (server, tray, rack unit): used for reports and hierarchical collectives."""
+    rank: int = -1
+    """For GPUs: 0..N-1 in the order of ``Fabric.gpus``; -1 for other nodes."""
+    latency_s: float = 0.0
+    """Port-to-port forwarding latency of a switch (s); 0 for endpoints."""
+    reduction: bool = False
+    """True for switches that can reduce in the switch (NVLS/SHARP multimem)."""
+    static_power_W: float = 0.0
+    """Power this device's interconnect logic draws whether or not traffic flows (switch chips, NIC)."""
+
+
+@dataclass(frozen=True, slots=True)
+class CreditSpec:
+    """Link-level flow control of one channel: the receiver's buffer and how credits come back."""
+
+    buffer_bytes: int
+    """Receive buffer the sender may fill before it must wait for credits (bytes, per channel)."""
+    credit_bytes: int
+    """Bytes one credit stands for (flit size, or PCIe's 16 B data credit)."""
+    return_delay_s: float
+    """Receiver processing time before a credit is sent back (s), on top of reverse propagation."""
+    batch: int = 1
+    """Credits returned together in one update (PCIe UpdateFC / NVLink credit batching)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Channel:
+    """One direction of one physical link."""
+
+    id: int
+    """Index in ``Fabric.channels``; also the MultiDiGraph edge key."""
+    link: int
+    """Physical link index; the two directions of a link share it."""
+    src: str
+    dst: str
+    fabric: FabricKind
+    generation: str
+    """Link generation name from the catalog, e.g. ``nvlink5``, ``pcie5``, ``ib_ndr``."""
+    lanes: int
+    """Differential pairs carrying this direction."""
+    line_rate_Bps: float
+    """Signalling rate of this direction after line encoding/FEC (bytes/s, one direction)."""
+    rate_Bps: float
+    """Payload rate of this direction after packet-header/CRC protocol efficiency (bytes/s, one direction)."""
+    latency_s: float
+    """One-way latency: SerDes + cable propagation + retimers + optics DSP (s)."""
+    credit: CreditSpec
+    energy_pJ_per_bit: Mapping[str, float] = field(default_factory=lambda: MappingProxyType({}))
+    """Dynamic energy per payload bit moved, by component kind (``gpu_serdes``, ``switch_serdes``,
+    ``retimer``, ``optics``, ``cable``, ``nic``)."""
+    cable: str = ""
+    """Cable kind name (``copper_passive``, ``copper_active``, ``optical``) or "" for board traces."""
+    retimers: int = 0
+
+
+@dataclass(slots=True)
+class Fabric:
+    """A built topology: graph, devices in order, channels by id, static power by component kind."""
+
+    name: str
+    graph: nx.MultiDiGraph
+    nodes: dict[str, Node]
+    channels: list[Channel]
+    gpus: list[str]
+    """GPU node names in rank order."""
+    static_power_W: dict[str, float] = field(default_factory=dict)
+    """Always-on interconnect power by component kind (W); ``sum`` is the total."""
+    warnings: list[str] = field(default_factory=list)
+    route_cache: dict = field(default_factory=dict, repr=False, compare=False)
+    """(src, dst) -> routes; filled lazily by ``topology.routing``."""
+
+    @classmethod
+    def from_parts(cls, name: str, nodes: Iterable[Node], channels: Iterable[Channel],
+                   static_power_W: Mapping[str, float] | None = None) -> "Fabric":
+        """Assemble a fabric from records (used by the builder and by tests' hand-made fabrics)."""
+        node_map = {n.name: n for n in nodes}
+        chans = sorted(channels, key=lambda c: c.id)
+        if [c.id for c in chans] != list(range(len(chans))):
+            raise ValueError("channel ids must be 0..N-1")
+        graph = nx.MultiDiGraph()
+        for node in node_map.values():
+            graph.add_node(node.name, node=node)
+        for ch in chans:
+            if ch.src not in node_map or ch.dst not in node_map:
+                raise ValueError(f"channel {ch.id} joins unknown node {ch.src!r} or {ch.dst!r}")
+            graph.add_edge(ch.src, ch.dst, key=ch.id, ch=ch)
+        gpus = sorted((n for n in node_map.values() if n.kind == "gpu"), key=lambda n: n.rank)
+        return cls(name=name, graph=graph, nodes=node_map, channels=chans,
+                   gpus=[g.name for g in gpus], static_power_W=dict(static_power_W or {}))
+
+    def out_channels(self, node: str) -> list[Channel]:
+        """Channels leaving ``node``, in id order."""
+        return sorted((d["ch"] for _, _, d in self.graph.out_edges(node, data=True)), key=lambda c: c.id)
+
+    def reverse(self, ch: Channel) -> Channel:
+        """The other direction of the same physical link."""
+        for other in self.graph[ch.dst][ch.src].values():
+            if other["ch"].link == ch.link:
+                return other["ch"]
+        raise KeyError(f"channel {ch.id} has no reverse direction")
+
+    @property
+    def n_links(self) -> int:
+        """Physical links, each counted once."""
+        return len({c.link for c in self.channels})

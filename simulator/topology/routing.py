@@ -1,0 +1,104 @@
+"""Routes: equal-cost paths between two nodes, spread over parallel links and switch planes.
+
+A route is a tuple of channel ids. GPUs are endpoints and never forward traffic (NCCL does not
+relay through a GPU without a kernel doing it; the workloads model such relays as separate
+transfers); hosts may (a root complex forwards PCIe peer-to-peer between its ports). Among shortest node paths (fewest hops), parallel links between the same two
+nodes are dealt out diagonally: path *j* uses parallel link *j mod k* at each hop, so the set of
+paths touches every parallel link once and no product explosion occurs (HGX H100: 5+4+4+5 = 18
+paths GPU to GPU; GB200 NVL72: one per switch chip, 18).
+"""
+
+from __future__ import annotations
+
+import networkx as nx
+
+from simulator.topology.fabric import Fabric
+
+_ENDPOINT_KINDS = frozenset({"gpu"})
+MAX_NODE_PATHS = 64
+"""Cap on distinct shortest node paths considered per pair (large leaf/spine fabrics)."""
+
+Route = tuple[int, ...]
+
+
+def _parallel(fabric: Fabric, u: str, v: str) -> list[int]:
+    return sorted(fabric.graph[u][v])
+
+
+def equal_cost_routes(fabric: Fabric, src: str, dst: str) -> tuple[Route, ...]:
+    """All shortest-hop routes from ``src`` to ``dst`` as channel-id tuples (deterministic order).
+
+    Cached on the fabric. Raises ``nx.NetworkXNoPath`` when the two are not connected.
+    """
+    key = (src, dst)
+    routes = fabric.route_cache.get(key)
+    if routes is None:
+        routes = fabric.route_cache[key] = _compute_routes(fabric, src, dst)
+    return routes
+
+
+def _compute_routes(fabric: Fabric, src: str, dst: str) -> tuple[Route, ...]:
+    if src == dst:
+        return ((),)
+    routes: list[Route] = []
+    for path in _shortest_node_paths(fabric, src, dst):
+        hops = [_parallel(fabric, u, v) for u, v in zip(path, path[1:])]
+        width = max(len(h) for h in hops)
+        routes.extend(tuple(h[j % len(h)] for h in hops) for j in range(width))
+    return tuple(routes)
+
+
+def _shortest_node_paths(fabric: Fabric, src: str, dst: str) -> list[list[str]]:
+    """Shortest-hop node paths whose interior avoids endpoints, at most MAX_NODE_PATHS, sorted."""
+    graph, nodes = fabric.graph, fabric.nodes
+
+    def transit(n: str) -> bool:
+        return nodes[n].kind not in _ENDPOINT_KINDS
+
+    dist = {dst: 0}
+    frontier = [dst]
+    while frontier and src not in dist:  # BFS backwards from dst
+        nxt = []
+        for v in frontier:
+            if v != dst and not transit(v):
+                continue
+            for u in graph.pred[v]:
+                if u not in dist:
+                    dist[u] = dist[v] + 1
+                    nxt.append(u)
+        frontier = nxt
+    if src not in dist:
+        raise nx.NetworkXNoPath(f"no route from {src} to {dst}")
+    paths: list[list[str]] = []
+
+    def walk(path: list[str]) -> None:
+        if len(paths) >= MAX_NODE_PATHS:
+            return
+        u = path[-1]
+        if u == dst:
+            paths.append(list(path))
+            return
+        for w in sorted(graph.succ[u]):
+            if dist.get(w) == dist[u] - 1 and (w == dst or transit(w)):
+                path.append(w)
+                walk(path)
+                path.pop()
+
+    walk([src])
+    return paths
+
+
+def route_latency_s(fabric: Fabric, route: Route) -> float:
+    """Zero-load latency of a route: link latencies plus forwarding latency of transit switches."""
+    total = 0.0
+    for cid in route:
+        ch = fabric.channels[cid]
+        total += ch.latency_s
+    for cid in route[:-1]:
+        total += fabric.nodes[fabric.channels[cid].dst].latency_s
+    return total
+
+
+def route_rate_Bps(fabric: Fabric, route: Route) -> float:
+    """Bottleneck payload rate of one route (bytes/s, one direction)."""
+    return min(fabric.channels[cid].rate_Bps for cid in route) if route else float("inf")

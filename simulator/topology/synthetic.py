@@ -1,0 +1,70 @@
+"""Small hand-made fabrics for labs and tests: a single link, a chain, a star, a ring.
+
+They bypass YAML on purpose: the labs sweep one parameter at a time, and engine tests need
+fabrics whose every number is chosen by the test.
+"""
+
+from __future__ import annotations
+
+from simulator.topology.fabric import Channel, CreditSpec, Fabric, Node
+
+
+def _link_pair(next_id: int, link: int, a: str, b: str, rate_Bps: float, latency_s: float,
+               credit: CreditSpec, generation: str) -> list[Channel]:
+    return [Channel(id=next_id + i, link=link, src=s, dst=d, fabric="nvlink", generation=generation,
+                    lanes=2, line_rate_Bps=rate_Bps, rate_Bps=rate_Bps, latency_s=latency_s,
+                    credit=credit)
+            for i, (s, d) in enumerate(((a, b), (b, a)))]
+
+
+def _assemble(name: str, nodes: list[Node], edges: list[tuple[str, str]], rate_Bps: float,
+              latency_s: float, credit: CreditSpec, generation: str) -> Fabric:
+    channels: list[Channel] = []
+    for link, (a, b) in enumerate(edges):
+        channels += _link_pair(len(channels), link, a, b, rate_Bps, latency_s, credit, generation)
+    return Fabric.from_parts(name, nodes, channels)
+
+
+def default_credit(buffer_bytes: int = 1 << 20, credit_bytes: int = 256,
+                   return_delay_s: float = 0.0, batch: int = 1) -> CreditSpec:
+    """A deep buffer that never limits unless a test says so."""
+    return CreditSpec(buffer_bytes=buffer_bytes, credit_bytes=credit_bytes,
+                      return_delay_s=return_delay_s, batch=batch)
+
+
+def single_link(rate_Bps: float = 50e9, latency_s: float = 10e-9, credit: CreditSpec | None = None,
+                generation: str = "synthetic") -> Fabric:
+    """Two GPUs joined by one link: the credit lab's bench."""
+    nodes = [Node("gpu0", "gpu", "synthetic", rank=0), Node("gpu1", "gpu", "synthetic", rank=1)]
+    return _assemble("single-link", nodes, [("gpu0", "gpu1")], rate_Bps, latency_s,
+                     credit or default_credit(), generation)
+
+
+def chain(hops: int, rate_Bps: float = 50e9, latency_s: float = 10e-9,
+          switch_latency_s: float = 0.0, credit: CreditSpec | None = None) -> Fabric:
+    """gpu0 - sw1 - ... - sw{hops-1} - gpu1: ``hops`` links in a line (the speed benchmark's shape)."""
+    names = ["gpu0"] + [f"sw{i}" for i in range(1, hops)] + ["gpu1"]
+    nodes = [Node("gpu0", "gpu", "synthetic", rank=0), Node("gpu1", "gpu", "synthetic", rank=1)]
+    nodes += [Node(n, "switch", "synthetic", latency_s=switch_latency_s) for n in names[1:-1]]
+    return _assemble(f"chain-{hops}", nodes, list(zip(names, names[1:])), rate_Bps, latency_s,
+                     credit or default_credit(), "synthetic")
+
+
+def star(n_gpus: int, rate_Bps: float = 50e9, latency_s: float = 10e-9,
+         switch_latency_s: float = 0.0, credit: CreditSpec | None = None,
+         reduction: bool = False) -> Fabric:
+    """``n_gpus`` GPUs on one switch: incast, arbitration and ideal-network collective tests."""
+    nodes = [Node(f"gpu{i}", "gpu", "synthetic", rank=i) for i in range(n_gpus)]
+    nodes.append(Node("sw0", "switch", "synthetic", latency_s=switch_latency_s, reduction=reduction))
+    return _assemble(f"star-{n_gpus}", nodes, [(f"gpu{i}", "sw0") for i in range(n_gpus)],
+                     rate_Bps, latency_s, credit or default_credit(), "synthetic")
+
+
+def ring(n: int, rate_Bps: float = 50e9, latency_s: float = 10e-9,
+         credit: CreditSpec | None = None) -> Fabric:
+    """``n`` switches in a ring, one GPU on each: the deadlock test's shape (no VCs)."""
+    nodes = [Node(f"gpu{i}", "gpu", "synthetic", rank=i) for i in range(n)]
+    nodes += [Node(f"sw{i}", "switch", "synthetic") for i in range(n)]
+    edges = [(f"gpu{i}", f"sw{i}") for i in range(n)] + [(f"sw{i}", f"sw{(i + 1) % n}") for i in range(n)]
+    return _assemble(f"ring-{n}", nodes, edges, rate_Bps, latency_s, credit or default_credit(),
+                     "synthetic")
