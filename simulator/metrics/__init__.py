@@ -1,0 +1,1 @@
+"""Metrics: figures derived from engine results (bandwidth, latency percentiles, energy)."""
