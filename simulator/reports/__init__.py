@@ -1,0 +1,1 @@
+"""Reports: tables, JSON/CSV files, traces and plots made from results after a run."""

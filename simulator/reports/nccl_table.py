@@ -1,0 +1,42 @@
+"""Collective results laid out as nccl-tests prints them (size, count, type, time, algbw, busbw)."""
+
+from __future__ import annotations
+
+from typing import Mapping, Sequence
+
+from rich.table import Table
+
+FLOAT_BYTES = 4
+"""nccl-tests' default data type is float (4 B)."""
+PER_RANK_COUNT_OPS = frozenset({"all_gather", "reduce_scatter", "alltoall"})
+"""Ops whose size S is the whole array (count x n), so nccl-tests prints the per-rank count."""
+
+
+def element_count(op: str, size_bytes: int, n_gpus: int) -> int:
+    """The `count` column of nccl-tests for ``op`` at buffer size ``size_bytes``."""
+    count = size_bytes // FLOAT_BYTES
+    return count // n_gpus if op in PER_RANK_COUNT_OPS else count
+
+
+def nccl_text(op: str, n_gpus: int, rows: Sequence[Mapping]) -> str:
+    """Plain-text table in nccl-tests' column layout (for logs and diffs)."""
+    lines = [
+        f"# {op} on {n_gpus} GPUs; algbw and busbw in GB/s (1 GB = 1e9 B), time in us",
+        f"#{'size':>12} {'count':>12} {'type':>6} {'time':>10} {'algbw':>8} {'busbw':>8}",
+        f"#{'(B)':>12} {'(elements)':>12} {'':>6} {'(us)':>10} {'(GB/s)':>8} {'(GB/s)':>8}",
+    ]
+    for row in rows:
+        lines.append(f" {row['bytes']:>12} {element_count(op, row['bytes'], n_gpus):>12} {'float':>6} "
+                     f"{row['time_us']:>10.2f} {row['algbw_GBps']:>8.2f} {row['busbw_GBps']:>8.2f}")
+    return "\n".join(lines)
+
+
+def nccl_table(op: str, n_gpus: int, rows: Sequence[Mapping], title: str = "") -> Table:
+    """Rich table with the same columns as :func:`nccl_text`."""
+    table = Table(title=title or f"{op} on {n_gpus} GPUs", title_justify="left")
+    for name in ("size (B)", "count (elements)", "type", "time (us)", "algbw (GB/s)", "busbw (GB/s)"):
+        table.add_column(name, justify="right")
+    for row in rows:
+        table.add_row(str(row["bytes"]), str(element_count(op, row["bytes"], n_gpus)), "float",
+                      f"{row['time_us']:.2f}", f"{row['algbw_GBps']:.2f}", f"{row['busbw_GBps']:.2f}")
+    return table
