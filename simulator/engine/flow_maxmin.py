@@ -1,0 +1,38 @@
+"""Max-min fair rate allocation by progressive filling (numpy, one pass per bottleneck level)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+_SATURATED = 1e-12
+"""A channel is saturated when its unallocated capacity is below this fraction of its capacity."""
+
+
+def max_min_rates(n_flows: int, entry_flow: np.ndarray, entry_channel: np.ndarray,
+                  capacity_Bps: np.ndarray) -> np.ndarray:
+    """Max-min fair rates (B/s) of ``n_flows`` flows over channels of ``capacity_Bps``.
+
+    Flow ``entry_flow[k]`` crosses channel ``entry_channel[k]`` (one entry per flow and channel).
+    Progressive filling: raise every unfrozen flow's rate equally until some channel is full,
+    freeze the flows crossing it, repeat. Each flow must cross at least one channel.
+    """
+    rate = np.zeros(n_flows)
+    if n_flows == 0:
+        return rate
+    used, local = np.unique(entry_channel, return_inverse=True)
+    cap = capacity_Bps[used].astype(float)
+    left = cap.copy()
+    frozen = np.zeros(n_flows, dtype=bool)
+    live = np.ones(len(entry_flow), dtype=bool)
+    while live.any():
+        count = np.bincount(local[live], minlength=len(used))
+        busy = count > 0
+        share = np.full(len(used), np.inf)
+        share[busy] = left[busy] / count[busy]
+        step = share.min()
+        rate[~frozen] += step
+        left -= step * count
+        full = busy & (left <= _SATURATED * cap)
+        frozen[np.unique(entry_flow[live & full[local]])] = True
+        live = ~frozen[entry_flow]
+    return rate
