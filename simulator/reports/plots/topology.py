@@ -1,0 +1,167 @@
+"""A fabric drawn in tiers: GPUs at the bottom, NICs/PCIe switches/hosts above, switch chips on top.
+
+Devices of one enclosure (``Node.group``: tray, server) sit together on a shaded band. Each pair of
+linked devices gets one line whatever the number of parallel links (a direction is not drawn twice);
+its width is proportional to their combined line rate per direction and its colour says NVLink, PCIe
+or network. Thin translucent lines keep a 72-GPU, 18-chip NVL72 spine (1,296 links) legible.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass
+from itertools import groupby
+from pathlib import Path
+
+import numpy as np
+from matplotlib.collections import LineCollection
+from matplotlib.figure import Figure
+from matplotlib.lines import Line2D
+from matplotlib.patches import Rectangle
+
+from simulator.reports.plots._figure import new_figure, save_png
+from simulator.reports.plots._tiers import NETWORK_LEAF_TIER, NVLINK_SWITCH_TIER, sort_key, tiers
+from simulator.topology.fabric import Fabric
+
+GB = 1e9
+FABRIC_COLOURS = {"nvlink": "#5f9e00", "pcie": "#e07b00", "network": "#1f5fbf"}
+KIND_STYLE = {  # marker, colour
+    "gpu": ("s", "#2d2d2d"), "switch": ("D", "#7a1fa2"), "nic": ("^", "#1f5fbf"),
+    "pcie_switch": ("v", "#e07b00"), "host": ("o", "#8c8c8c"),
+}
+TIER_NAMES = {0: "GPUs", 1: "NICs / PCIe switches / hosts", NVLINK_SWITCH_TIER: "NVLink switch chips",
+              NETWORK_LEAF_TIER: "network leaf switches"}
+MAX_NODE_LABELS = 24
+"""A tier with more devices than this is labelled by group instead of by device."""
+ARC_POINTS = 24
+ARC_RISE = 0.35
+"""Height (in tier spacings) of the arc joining two far-apart devices of one tier."""
+GROUP_GAP = 0.6
+"""Empty slots between two groups in a tier (in device widths)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Edge:
+    """The links between two devices, drawn as one line."""
+
+    a: str
+    b: str
+    links: int
+    rate_Bps: float
+    """Combined line rate of the parallel links, one direction (B/s)."""
+    fabric: str
+    generation: str
+
+
+def edges(fabric: Fabric) -> list[Edge]:
+    """One :class:`Edge` per linked device pair, in a stable order."""
+    first_direction: dict[int, object] = {}
+    for ch in fabric.channels:
+        first_direction.setdefault(ch.link, ch)
+    grouped: dict[tuple[str, str], list] = defaultdict(list)
+    for ch in first_direction.values():
+        grouped[tuple(sorted((ch.src, ch.dst)))].append(ch)
+    return [Edge(a, b, len(chs), sum(c.line_rate_Bps for c in chs), chs[0].fabric, chs[0].generation)
+            for (a, b), chs in sorted(grouped.items())]
+
+
+def positions(fabric: Fabric) -> tuple[dict[str, tuple[float, float]], dict[int, list[str]], dict[int, int]]:
+    """x in 0..1 and y = tier level for every node; nodes per tier in drawing order; tier -> level."""
+    tier = tiers(fabric)
+    key = sort_key(fabric, tier)
+    by_tier: dict[int, list[str]] = defaultdict(list)
+    for name in sorted(fabric.nodes, key=key):
+        by_tier[tier[name]].append(name)
+    level = {t: i for i, t in enumerate(sorted(by_tier))}
+    pos: dict[str, tuple[float, float]] = {}
+    for t, names in by_tier.items():
+        slots, slot = [], 0.0
+        for i, name in enumerate(names):
+            if i and fabric.nodes[name].group != fabric.nodes[names[i - 1]].group:
+                slot += GROUP_GAP
+            slots.append(slot)
+            slot += 1.0
+        for name, s in zip(names, slots):
+            pos[name] = ((s + 0.5) / slot, float(level[t]))
+    return pos, dict(by_tier), level
+
+
+def _path(a: tuple[float, float], b: tuple[float, float]) -> np.ndarray:
+    """A straight segment between tiers; an arc bowing upward within a tier, so it clears the nodes."""
+    if a[1] != b[1]:
+        return np.array([a, b])
+    s = np.linspace(0.0, 1.0, ARC_POINTS)
+    x = a[0] + (b[0] - a[0]) * s
+    return np.column_stack([x, a[1] + ARC_RISE * 4 * s * (1 - s) * min(1.0, 3 * abs(b[0] - a[0]))])
+
+
+def _tier_name(t: int) -> str:
+    return TIER_NAMES.get(t, f"network switches, hop {t - NETWORK_LEAF_TIER}")
+
+
+def _draw_groups(ax, fabric: Fabric, names: list[str], pos, y: float, label_groups: bool) -> None:
+    for group, members in groupby(names, key=lambda n: fabric.nodes[n].group):
+        if not group:
+            continue
+        xs = [pos[n][0] for n in members]
+        pad = 0.35 / max(len(names), 2)
+        ax.add_patch(Rectangle((min(xs) - pad, y - 0.13), max(xs) - min(xs) + 2 * pad, 0.26,
+                               facecolor="#f2f2f2", edgecolor="#c8c8c8", linewidth=0.5, zorder=0))
+        if label_groups:
+            ax.text((min(xs) + max(xs)) / 2, y - 0.17, group, ha="center", va="top", rotation=90,
+                    fontsize=5.5, color="#555555")
+
+
+def build_topology_drawing(fabric: Fabric, title: str = "") -> Figure:
+    """Tiered drawing of ``fabric`` (see module docstring)."""
+    pos, by_tier, level = positions(fabric)
+    links = edges(fabric)
+    widest = max(len(names) for names in by_tier.values())
+    fig = new_figure(float(np.clip(0.2 * widest + 3, 8, 18)), 2.2 * len(by_tier) + 1.6)
+    ax = fig.add_subplot()
+    n = max(len(links), 1)
+    lw_max = float(np.clip(25 / np.sqrt(n), 0.6, 5.0))
+    alpha = float(np.clip(5 / np.sqrt(n), 0.12, 0.9))
+    top_rate = max((e.rate_Bps for e in links), default=1.0)
+    ax.add_collection(LineCollection(
+        [_path(pos[e.a], pos[e.b]) for e in links],
+        linewidths=[max(0.2, lw_max * e.rate_Bps / top_rate) for e in links],
+        colors=[FABRIC_COLOURS.get(e.fabric, "black") for e in links], alpha=alpha, zorder=1))
+    for t, names in by_tier.items():
+        y = float(level[t])
+        many = len(names) > MAX_NODE_LABELS
+        _draw_groups(ax, fabric, names, pos, y, label_groups=many)
+        size = float(np.clip(1500 / len(names), 6, 120))
+        for kind in sorted({fabric.nodes[name].kind for name in names}):
+            mine = [name for name in names if fabric.nodes[name].kind == kind]
+            marker, colour = KIND_STYLE[kind]
+            ax.scatter([pos[m][0] for m in mine], [pos[m][1] for m in mine], s=size, marker=marker,
+                       color=colour, zorder=3, linewidths=0)
+        if not many:
+            for name in names:
+                ax.text(pos[name][0], y + (0.17 if t == max(by_tier) else -0.17), name, ha="center",
+                        va="bottom" if t == max(by_tier) else "top", fontsize=6.5,
+                        rotation=90 if len(names) > 8 else 0)
+    legend = {}
+    for e in links:
+        label = f"{e.generation} x{e.links}: {e.rate_Bps / GB:.4g} GB/s per direction"
+        legend.setdefault(label, Line2D([], [], color=FABRIC_COLOURS.get(e.fabric, "black"),
+                                        linewidth=max(0.8, lw_max * e.rate_Bps / top_rate), label=label))
+    ax.legend(handles=list(legend.values()), loc="upper left", bbox_to_anchor=(1.0, 1.0),
+              fontsize="small", title="line rate (1 GB = 1e9 B)", title_fontsize="small")
+    ax.set_xlim(-0.02, 1.02)
+    lowest = by_tier[min(by_tier)]
+    ax.set_ylim(-0.8 if len(lowest) > 8 else -0.45, len(by_tier) - 0.45)
+    ax.set_yticks([level[t] for t in by_tier], [_tier_name(t) for t in by_tier])
+    ax.set_xticks([])
+    for side in ("top", "right", "bottom", "left"):
+        ax.spines[side].set_visible(False)
+    n_switch = sum(1 for node in fabric.nodes.values() if node.kind == "switch")
+    ax.set_title(title or f"{fabric.name}: {len(fabric.gpus)} GPUs, {n_switch} switch chips, "
+                 f"{fabric.n_links} physical links (width ∝ line rate per direction)")
+    return fig
+
+
+def topology_drawing(fabric: Fabric, path: str | Path, title: str = "") -> Path:
+    """Write :func:`build_topology_drawing` to a PNG at ``path``; returns the path."""
+    return save_png(build_topology_drawing(fabric, title), path)
