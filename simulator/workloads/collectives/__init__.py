@@ -1,0 +1,96 @@
+"""Collectives as transfer DAGs: a registry of algorithms (name -> builder) and one entry point.
+
+    build_collective(fabric, gpus, op, nbytes, algo="auto", protocol="auto", channels=None,
+                     granularity="steady", chunk_bytes=DEFAULT_CHUNK_BYTES) -> Workload
+
+``algo="auto"`` / ``protocol="auto"`` ask the tuner (tuner.py) for the fastest predicted pair.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
+
+from simulator.engine.transfer import Workload
+from simulator.errors import InputError
+from simulator.hardware.protocols import ProtocolTable, load_protocols
+from simulator.topology.fabric import Fabric
+from simulator.workloads.collectives import direct, hierarchical, nvls, ring, tree
+from simulator.workloads.collectives.base import (DEFAULT_CHUNK_BYTES, DEFAULT_WINDOW, GRANULARITIES,
+                                                  CollectiveSpec, DagBuilder, check_gpus, default_channels)
+from simulator.workloads.collectives.ops import OPS, busbw_factor, check_op
+
+
+@dataclass(frozen=True, slots=True)
+class Algorithm:
+    """A registered algorithm: the ops it implements, its builder, and when it cannot run."""
+
+    name: str
+    ops: frozenset[str]
+    build: Callable[[CollectiveSpec, DagBuilder], None]
+    applicable: Callable[[Fabric, tuple[str, ...]], str | None] = lambda fabric, gpus: None
+
+
+ALGORITHMS: dict[str, Algorithm] = {
+    "ring": Algorithm("ring", ring.OPS, ring.build),
+    "tree": Algorithm("tree", tree.OPS, tree.build),
+    "direct": Algorithm("direct", direct.OPS, direct.build),
+    "nvls": Algorithm("nvls", nvls.OPS, nvls.build, nvls.applicable),
+    "hierarchical": Algorithm("hierarchical", hierarchical.OPS, hierarchical.build, hierarchical.applicable),
+}
+
+
+def why_not(fabric: Fabric, gpus: tuple[str, ...], op: str, algo: str, protocol: str,
+            table: ProtocolTable) -> str | None:
+    """None if ``algo`` x ``protocol`` can run ``op`` on these GPUs, else the reason."""
+    a = ALGORITHMS.get(algo)
+    if a is None:
+        return f"unknown algorithm {algo!r}; choose one of auto, {', '.join(ALGORITHMS)}"
+    if op not in a.ops:
+        return f"{algo} does not implement {op} (it does {', '.join(sorted(a.ops))})"
+    if not table.supports(algo, protocol):
+        return f"{algo} does not run protocol {protocol}"
+    if len(gpus) < 2:
+        return "a collective needs at least 2 GPUs"
+    return a.applicable(fabric, gpus)
+
+
+def build_collective(fabric: Fabric, gpus: list[str] | tuple[str, ...], op: str, nbytes: int,
+                     algo: str = "auto", protocol: str = "auto", channels: int | None = None,
+                     granularity: str = "steady", chunk_bytes: int = DEFAULT_CHUNK_BYTES,
+                     window: int = DEFAULT_WINDOW, root: int = 0,
+                     table: ProtocolTable | None = None) -> Workload:
+    """The transfer DAG of one collective call of ``nbytes`` (nccl-tests size convention).
+
+    ``meta``: op, algo, protocol, bytes, n, busbw_factor, channels, granularity (and the tuner's
+    predicted time when it chose).
+    """
+    from simulator.workloads.collectives.tuner import choose  # tuner builds through this module
+
+    table = table or load_protocols()
+    gpus = check_gpus(fabric, gpus)
+    check_op(op)
+    if granularity not in GRANULARITIES:
+        raise InputError(f"unknown granularity {granularity!r}; choose steady or chunked", field="granularity")
+    if nbytes <= 0:
+        raise InputError("message size must be positive", field="bytes")
+    meta_extra = {}
+    if algo == "auto" or protocol == "auto":
+        algo, protocol, predicted = choose(fabric, gpus, op, nbytes, algo, protocol, table)
+        meta_extra["predicted_s"] = predicted
+    reason = why_not(fabric, gpus, op, algo, protocol, table)
+    if reason:
+        raise InputError(reason, field="algo")
+    spec = CollectiveSpec(fabric=fabric, gpus=gpus, op=op, nbytes=int(nbytes), algo=algo,
+                          protocol=table.protocol(protocol), table=table,
+                          channels=channels or default_channels(fabric, gpus),
+                          granularity=granularity, chunk_bytes=chunk_bytes, window=window, root=root)
+    dag = DagBuilder()
+    ALGORITHMS[algo].build(spec, dag)
+    meta = {"op": op, "algo": algo, "protocol": protocol, "bytes": int(nbytes), "n": len(gpus),
+            "busbw_factor": busbw_factor(op, len(gpus)), "channels": spec.channels,
+            "granularity": granularity, **meta_extra}
+    return dag.workload(f"{op}.{algo}.{protocol}.{nbytes}B.{len(gpus)}gpu", meta)
+
+
+__all__ = ["ALGORITHMS", "Algorithm", "OPS", "build_collective", "busbw_factor", "why_not"]

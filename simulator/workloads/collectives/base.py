@@ -1,0 +1,135 @@
+"""What every collective builder shares: the request, a DAG builder, channel routes, latencies.
+
+Granularity (the same physics at two resolutions):
+- ``steady``: a pipelined algorithm as concurrent flows that carry the steady-state bytes of each
+  link for the whole message, with the pipeline's step latencies (k steps x (protocol hop latency
+  + route latency) + base latency) put in ``delay_s``. Few transfers: n x channels for a ring.
+- ``chunked``: every step of every chunk is a transfer whose deps are the data it needs; at most
+  ``window`` chunks in flight per sender (NCCL_STEPS buffer slots). Many transfers.
+On a symmetric fabric both give k x latency + bytes_per_link / rate: every link carries the same
+bytes back to back in both (tests/test_workloads_granularity.py checks they agree within a few %).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal
+
+from simulator.engine.transfer import Transfer, Workload
+from simulator.errors import InputError
+from simulator.hardware.protocols import Protocol, ProtocolTable
+from simulator.topology.fabric import Fabric
+from simulator.topology.routing import Route, equal_cost_routes, route_latency_s
+
+Granularity = Literal["steady", "chunked"]
+GRANULARITIES = ("steady", "chunked")
+DEFAULT_CHUNK_BYTES = 512 * 1024
+"""Bytes per channel per pipeline step in chunked mode: NCCL's default 4 MiB buffer / 8 steps
+(NCCL_BUFFSIZE, NCCL_STEPS; NCCL environment docs)."""
+DEFAULT_WINDOW = 8
+"""Chunks in flight per sender in chunked mode (NCCL_STEPS = 8 buffer slots)."""
+MAX_CHANNELS = 32
+"""Upper bound on default channels (assumption: NCCL's usual ceiling on NVLink systems)."""
+
+
+@dataclass(frozen=True, slots=True)
+class CollectiveSpec:
+    """One collective call: where, what, how."""
+
+    fabric: Fabric
+    gpus: tuple[str, ...]
+    op: str
+    nbytes: int
+    """Message size S in nccl-tests' convention (see ops.py)."""
+    algo: str
+    protocol: Protocol
+    table: ProtocolTable
+    channels: int
+    granularity: Granularity = "steady"
+    chunk_bytes: int = DEFAULT_CHUNK_BYTES
+    window: int = DEFAULT_WINDOW
+    root: int = 0
+    """Index in ``gpus`` of the broadcast root."""
+
+    @property
+    def n(self) -> int:
+        return len(self.gpus)
+
+    def wire(self, data_bytes: float, efficiency: float = 1.0) -> int:
+        """Wire bytes for ``data_bytes`` of data with this protocol (and an extra efficiency)."""
+        return int(round(data_bytes / (self.protocol.efficiency * efficiency)))
+
+    def base_s(self) -> float:
+        return self.table.base_s(self.algo, self.protocol.name)
+
+    def hop_s(self, src: str, dst: str, algo: str | None = None) -> float:
+        """Protocol latency of one step from ``src`` to ``dst`` (by the link kinds on the way)."""
+        return self.table.hop_s(algo or self.algo, self.protocol.name, link_kind(self.fabric, src, dst))
+
+
+@dataclass(slots=True)
+class DagBuilder:
+    """Accumulates transfers with consecutive ids."""
+
+    transfers: list[Transfer] = field(default_factory=list)
+
+    def add(self, src: str, dst: str, nbytes: int, deps=(), delay_s: float = 0.0,
+            paths: tuple[Route, ...] | None = None, tag: str = "") -> int:
+        tid = len(self.transfers)
+        self.transfers.append(Transfer(tid, src, dst, int(nbytes), tuple(sorted(set(deps))),
+                                       delay_s, paths, tag))
+        return tid
+
+    def workload(self, name: str, meta: dict) -> Workload:
+        return Workload(name, tuple(self.transfers), meta)
+
+
+def link_kind(fabric: Fabric, src: str, dst: str) -> str:
+    """``network`` if the route crosses the scale-out network, else ``pcie`` if it crosses PCIe,
+    else ``nvlink``: the NCCL latency class of a step."""
+    kinds = {fabric.channels[c].fabric for r in equal_cost_routes(fabric, src, dst) for c in r}
+    for kind in ("network", "pcie"):
+        if kind in kinds:
+            return kind
+    return "nvlink"
+
+
+def route_lat_s(fabric: Fabric, src: str, dst: str) -> float:
+    """Zero-load latency of the slowest equal-cost route (s)."""
+    return max(route_latency_s(fabric, r) for r in equal_cost_routes(fabric, src, dst))
+
+
+def channel_paths(fabric: Fabric, src: str, dst: str, channel: int, channels: int) -> tuple[Route, ...]:
+    """Routes of one NCCL-like channel: the equal-cost routes dealt out over channels, so together
+    the channels use every parallel link and switch plane; with more channels than routes, each
+    channel takes one route (several channels share it)."""
+    routes = equal_cost_routes(fabric, src, dst)
+    if channels <= len(routes):
+        return routes[channel::channels]
+    return (routes[channel % len(routes)],)
+
+
+def default_channels(fabric: Fabric, gpus: tuple[str, ...]) -> int:
+    """One channel per equal-cost route between neighbours (every link/plane), capped."""
+    if len(gpus) < 2:
+        return 1
+    return max(1, min(MAX_CHANNELS, len(equal_cost_routes(fabric, gpus[0], gpus[1]))))
+
+
+def split(total: float, parts: int) -> list[float]:
+    """``total`` split into ``parts`` equal float shares."""
+    return [total / parts] * parts
+
+
+def check_gpus(fabric: Fabric, gpus: list[str] | tuple[str, ...]) -> tuple[str, ...]:
+    unknown = [g for g in gpus if g not in fabric.nodes or fabric.nodes[g].kind != "gpu"]
+    if unknown:
+        raise InputError(f"not GPUs of {fabric.name}: {', '.join(unknown)}", field="gpus")
+    if len(set(gpus)) != len(gpus):
+        raise InputError("a GPU is listed twice", field="gpus")
+    return tuple(gpus)
+
+
+def n_chunks(data_bytes: float, chunk_bytes: int) -> int:
+    """Pipeline chunks needed to move ``data_bytes`` in pieces of ``chunk_bytes`` (at least 1)."""
+    return max(1, -(-int(data_bytes) // max(1, chunk_bytes)))

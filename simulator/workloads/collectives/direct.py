@@ -1,0 +1,30 @@
+"""Direct (one-shot) algorithm: every rank sends straight to every peer in one step.
+
+all_reduce one-shot: each rank sends its whole buffer S to each of the n-1 peers and reduces
+locally (latency-optimal, (n-1)S out per rank); all_gather / reduce_scatter / alltoall: S/n to
+each peer; broadcast: the root sends S to each peer; sendrecv: rank i sends S to rank i+1 (as
+nccl-tests' sendrecv_perf). One step, so both granularities are the same workload.
+"""
+
+from __future__ import annotations
+
+from simulator.workloads.collectives.base import CollectiveSpec, DagBuilder
+
+OPS = frozenset({"all_reduce", "all_gather", "reduce_scatter", "alltoall", "broadcast", "sendrecv"})
+
+
+def pairs(spec: CollectiveSpec) -> list[tuple[str, str, float]]:
+    """(src, dst, data bytes) of every transfer of ``spec.op``."""
+    g, n, S = spec.gpus, spec.n, spec.nbytes
+    if spec.op == "sendrecv":
+        return [(g[i], g[(i + 1) % n], S) for i in range(n)] if n > 2 else [(g[0], g[1], S), (g[1], g[0], S)]
+    if spec.op == "broadcast":
+        return [(g[spec.root], d, S) for d in g if d != g[spec.root]]
+    size = S if spec.op == "all_reduce" else S / n
+    return [(s, d, size) for s in g for d in g if s != d]
+
+
+def build(spec: CollectiveSpec, dag: DagBuilder) -> None:
+    base = spec.base_s()
+    for src, dst, size in pairs(spec):
+        dag.add(src, dst, spec.wire(size), (), base + spec.hop_s(src, dst), None, f"direct.{spec.op}")

@@ -1,0 +1,108 @@
+"""NVLS: in-switch reduction and multicast on NVSwitches with ``Node.reduction`` (NVLink SHARP).
+
+all_reduce (S per rank), per switch plane s carrying the fraction f_s of each GPU's links:
+  reduce   GPU j -> switch: f_s S (the switch pulls every rank's copy of every shard: multimem.ld_reduce)
+           switch -> GPU j: f_s S / n (j's reduced shard)
+  multicast GPU j -> switch: f_s S / n (j stores its reduced shard: multimem.st)
+           switch -> GPU j: f_s S (every reduced shard, replicated by the switch)
+so each GPU link carries S(1 + 1/n) each way, against 2(n-1)/n S for a ring. reduce_scatter is
+the reduce half, all_gather the multicast half (S = whole array). Wire bytes include the
+generation's NVLS efficiency (protocol parts), on top of the protocol's.
+"""
+
+from __future__ import annotations
+
+from simulator.errors import InputError
+from simulator.workloads.collectives.base import CollectiveSpec, DagBuilder, n_chunks, route_lat_s
+
+OPS = frozenset({"all_reduce", "reduce_scatter", "all_gather"})
+
+
+def planes(spec: CollectiveSpec) -> dict[str, dict[str, float]]:
+    """GPU -> {reduction switch: fraction of the GPU's links to reduction switches}."""
+    fabric, out = spec.fabric, {}
+    for g in spec.gpus:
+        links: dict[str, int] = {}
+        for ch in fabric.out_channels(g):
+            node = fabric.nodes[ch.dst]
+            if node.kind == "switch" and node.reduction:
+                links[ch.dst] = links.get(ch.dst, 0) + 1
+        if not links:
+            raise InputError(f"nvls needs every GPU attached to a switch with in-switch reduction; "
+                             f"{g} of {fabric.name} is not", field="algo")
+        total = sum(links.values())
+        out[g] = {s: k / total for s, k in sorted(links.items())}
+    return out
+
+
+def applicable(fabric, gpus) -> str | None:
+    """None if NVLS can run on these GPUs, else the reason."""
+    for g in gpus:
+        if not any(fabric.nodes[c.dst].kind == "switch" and fabric.nodes[c.dst].reduction
+                   for c in fabric.out_channels(g)):
+            return f"{g} has no link to a reduction-capable switch"
+    return None
+
+
+def _efficiency(spec: CollectiveSpec) -> float:
+    gen = spec.fabric.out_channels(spec.gpus[0])[0].generation
+    return spec.table.nvls_efficiency_for(gen)
+
+
+def build(spec: CollectiveSpec, dag: DagBuilder) -> None:
+    n, S, eff = spec.n, spec.nbytes, _efficiency(spec)
+    by_gpu = planes(spec)
+    switches = sorted({s for m in by_gpu.values() for s in m})
+    reduce = spec.op in ("all_reduce", "reduce_scatter")
+    multicast = spec.op in ("all_reduce", "all_gather")
+    # data bytes per GPU and plane: (reduce up, reduce down, multicast up, multicast down)
+    up_r, down_r = (1.0, 1.0 / n) if reduce else (0.0, 0.0)
+    up_m, down_m = (1.0 / n, 1.0) if multicast else (0.0, 0.0)
+    phases = int(reduce) + int(multicast)
+    base = spec.base_s()
+    for sw in switches:
+        members = [g for g in spec.gpus if sw in by_gpu[g]]
+        if spec.granularity == "steady":
+            for g in members:
+                f, hop, lat = by_gpu[g][sw] * S, spec.hop_s(g, sw), route_lat_s(spec.fabric, g, sw)
+                delay = base + phases * hop + (2 * phases - 1) * lat
+                for src, dst, share, kind in ((g, sw, up_r + up_m, "up"), (sw, g, down_r + down_m, "down")):
+                    if share:
+                        dag.add(src, dst, spec.wire(f * share, eff), (), delay, None, f"nvls.{sw}.{kind}")
+            continue
+        _chunked(dag, spec, sw, members, by_gpu, eff, (up_r, down_r, up_m, down_m), base)
+
+
+def _chunked(dag, spec, sw, members, by_gpu, eff, shares, base) -> None:
+    up_r, down_r, up_m, down_m = shares
+    loops = n_chunks(max(by_gpu[g][sw] for g in members) * spec.nbytes, spec.chunk_bytes)
+    prev: dict[tuple[int, str], int] = {}
+    for loop in range(loops):
+        first: dict[str, int] = {}
+        if up_r:
+            ups = {}
+            for g in members:
+                deps = [prev[(loop - spec.window, g)]] if loop >= spec.window else []
+                piece = by_gpu[g][sw] * spec.nbytes / loops
+                ups[g] = dag.add(g, sw, spec.wire(piece * up_r, eff), deps, base + spec.hop_s(g, sw), None,
+                                 f"nvls.{sw}.l{loop}.reduce.up")
+                first[g] = ups[g]
+            downs = {g: dag.add(sw, g, spec.wire(by_gpu[g][sw] * spec.nbytes / loops * down_r, eff),
+                                list(ups.values()), 0.0, None, f"nvls.{sw}.l{loop}.reduce.down")
+                     for g in members}
+        if up_m:
+            ups = {}
+            for g in members:
+                piece = by_gpu[g][sw] * spec.nbytes / loops
+                if up_r:
+                    deps = [downs[g]]
+                else:
+                    deps = [prev[(loop - spec.window, g)]] if loop >= spec.window else []
+                ups[g] = dag.add(g, sw, spec.wire(piece * up_m, eff), deps,
+                                 spec.hop_s(g, sw) + (0.0 if up_r else base), None, f"nvls.{sw}.l{loop}.mc.up")
+                first.setdefault(g, ups[g])
+            for g in members:
+                dag.add(sw, g, spec.wire(by_gpu[g][sw] * spec.nbytes / loops * down_m, eff),
+                        list(ups.values()), 0.0, None, f"nvls.{sw}.l{loop}.mc.down")
+        for g, tid in first.items():
+            prev[(loop, g)] = tid

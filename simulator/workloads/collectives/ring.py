@@ -1,0 +1,113 @@
+"""Ring algorithm (NCCL Ring): every rank sends to its successor, on several channels at once.
+
+all_reduce = reduce-scatter then all-gather around the ring: 2(n-1) steps of S/n each;
+reduce_scatter and all_gather: n-1 steps of S/n (S = whole array); broadcast: a pipelined chain
+from the root (n-1 hops, each link carries S). Channel c uses its share of the equal-cost routes
+(base.channel_paths), so together the channels cover every parallel link and switch plane.
+"""
+
+from __future__ import annotations
+
+from simulator.workloads.collectives.base import (CollectiveSpec, DagBuilder, channel_paths, n_chunks,
+                                                  route_lat_s)
+
+OPS = frozenset({"all_reduce", "reduce_scatter", "all_gather", "broadcast"})
+Done = dict[str, list[int]]
+"""GPU -> ids of the transfers after which that GPU's part of a phase is complete."""
+
+
+def ring_phase(dag: DagBuilder, spec: CollectiveSpec, ring: tuple[str, ...], steps: int,
+               step_bytes: float, after: Done | None = None, tag: str = "ring",
+               base_s: float = 0.0) -> Done:
+    """``steps`` ring steps, each moving ``step_bytes`` of data (all channels together) from every
+    rank of ``ring`` to its successor; starts once ``after`` of both ends are done."""
+    after = after or {}
+    m, C = len(ring), spec.channels
+    done: Done = {g: [] for g in ring}
+    if m < 2 or steps == 0:
+        for g in ring:
+            done[g] = list(after.get(g, []))
+        return done
+    per_channel = step_bytes / C
+    for c in range(C):
+        for i, src in enumerate(ring):
+            dst = ring[(i + 1) % m]
+            paths = channel_paths(spec.fabric, src, dst, c, C)
+            hop, lat = spec.hop_s(src, dst, "ring"), route_lat_s(spec.fabric, src, dst)
+            deps = after.get(src, []) + after.get(dst, [])
+            if spec.granularity == "steady":
+                tid = dag.add(src, dst, spec.wire(steps * per_channel), deps,
+                              base_s + steps * hop + (steps - 1) * lat, paths, f"{tag}.ch{c}.r{i}")
+                done[src].append(tid)
+                done[dst].append(tid)
+    if spec.granularity == "chunked":
+        _chunked(dag, spec, ring, steps, per_channel, after, tag, base_s, done)
+    return done
+
+
+def _chunked(dag, spec, ring, steps, per_channel, after, tag, base_s, done) -> None:
+    m, C = len(ring), spec.channels
+    loops = n_chunks(per_channel, spec.chunk_bytes)
+    piece = spec.wire(per_channel / loops)
+    for c in range(C):
+        edge = [(channel_paths(spec.fabric, s, ring[(i + 1) % m], c, C),
+                 spec.hop_s(s, ring[(i + 1) % m], "ring")) for i, s in enumerate(ring)]
+        ids: dict[tuple[int, int, int], int] = {}
+        for loop in range(loops):
+            for s in range(steps):
+                for i, src in enumerate(ring):
+                    dst = ring[(i + 1) % m]
+                    if s == 0:
+                        deps = after.get(src, []) + after.get(dst, [])
+                    else:
+                        deps = [ids[(loop, s - 1, (i - 1) % m)]]
+                    if loop >= spec.window:
+                        deps.append(ids[(loop - spec.window, s, i)])
+                    paths, hop = edge[i]
+                    ids[(loop, s, i)] = dag.add(src, dst, piece, deps, hop + (base_s if s == 0 else 0.0),
+                                                paths, f"{tag}.ch{c}.l{loop}.s{s}.r{i}")
+        for loop in range(loops):
+            for i, src in enumerate(ring):
+                tid = ids[(loop, steps - 1, i)]
+                done[src].append(tid)
+                done[ring[(i + 1) % m]].append(tid)
+
+
+def chain_phase(dag: DagBuilder, spec: CollectiveSpec, chain: tuple[str, ...], data_bytes: float,
+                tag: str = "chain", base_s: float = 0.0) -> None:
+    """Pipelined broadcast along ``chain`` (root first): every link carries ``data_bytes``."""
+    hops, C = len(chain) - 1, spec.channels
+    for c in range(C):
+        per_channel = data_bytes / C
+        if spec.granularity == "steady":
+            for i in range(hops):
+                src, dst = chain[i], chain[i + 1]
+                delay = base_s + hops * spec.hop_s(src, dst, "ring") + (hops - 1) * route_lat_s(spec.fabric, src, dst)
+                dag.add(src, dst, spec.wire(per_channel), (), delay,
+                        channel_paths(spec.fabric, src, dst, c, C), f"{tag}.ch{c}.h{i}")
+            continue
+        loops = n_chunks(per_channel, spec.chunk_bytes)
+        ids: dict[tuple[int, int], int] = {}
+        for loop in range(loops):
+            for i in range(hops):
+                src, dst = chain[i], chain[i + 1]
+                deps = [ids[(loop, i - 1)]] if i else []
+                if loop >= spec.window:
+                    deps.append(ids[(loop - spec.window, i)])
+                ids[(loop, i)] = dag.add(src, dst, spec.wire(per_channel / loops), deps,
+                                         spec.hop_s(src, dst, "ring") + (base_s if i == 0 else 0.0),
+                                         channel_paths(spec.fabric, src, dst, c, C), f"{tag}.ch{c}.l{loop}.h{i}")
+
+
+def build(spec: CollectiveSpec, dag: DagBuilder) -> None:
+    """Emit the ring schedule of ``spec.op`` into ``dag``."""
+    n, S, base = spec.n, spec.nbytes, spec.base_s()
+    if spec.op == "all_reduce":
+        ring_phase(dag, spec, spec.gpus, 2 * (n - 1), S / n, base_s=base)
+    elif spec.op in ("reduce_scatter", "all_gather"):
+        ring_phase(dag, spec, spec.gpus, n - 1, S / n, base_s=base)
+    elif spec.op == "broadcast":
+        chain = spec.gpus[spec.root:] + spec.gpus[:spec.root]
+        chain_phase(dag, spec, chain, S, base_s=base)
+    else:
+        raise ValueError(f"ring does not implement {spec.op}")

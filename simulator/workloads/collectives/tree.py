@@ -1,0 +1,75 @@
+"""Double binary tree (NCCL Tree) all_reduce: reduce up two complementary trees, broadcast down.
+
+Tree A is the heap tree over rank positions (parent of i is (i-1)//2); tree B is its mirror
+(position n-1-i), so a rank that is inner in one tree is a leaf in the other (n even). Each tree
+carries half the message; up (reduce) and down (broadcast) run pipelined and concurrently.
+"""
+
+from __future__ import annotations
+
+import math
+
+from simulator.workloads.collectives.base import CollectiveSpec, DagBuilder, channel_paths, n_chunks, route_lat_s
+
+OPS = frozenset({"all_reduce"})
+
+
+def trees(gpus: tuple[str, ...]) -> list[dict[str, str]]:
+    """The two trees as child -> parent maps (roots absent)."""
+    n = len(gpus)
+    heap = {gpus[i]: gpus[(i - 1) // 2] for i in range(1, n)}
+    mirror = {gpus[n - 1 - i]: gpus[n - 1 - (i - 1) // 2] for i in range(1, n)}
+    return [heap, mirror]
+
+
+def build(spec: CollectiveSpec, dag: DagBuilder) -> None:
+    n, C, fabric = spec.n, spec.channels, spec.fabric
+    depth = max(1, int(math.floor(math.log2(n))))
+    base = spec.base_s()
+    for t, parent in enumerate(trees(spec.gpus)):
+        per_channel = spec.nbytes / 2 / C
+        for c in range(C):
+            if spec.granularity == "steady":
+                for child, par in parent.items():
+                    for src, dst, kind in ((child, par, "up"), (par, child, "down")):
+                        delay = base + 2 * depth * spec.hop_s(src, dst) + (2 * depth - 1) * route_lat_s(fabric, src, dst)
+                        dag.add(src, dst, spec.wire(per_channel), (), delay,
+                                channel_paths(fabric, src, dst, c, C), f"tree{t}.ch{c}.{kind}")
+                continue
+            _chunked(dag, spec, parent, per_channel, c, base, f"tree{t}.ch{c}")
+
+
+def _chunked(dag, spec, parent, per_channel, c, base, tag) -> None:
+    C, fabric = spec.channels, spec.fabric
+    children: dict[str, list[str]] = {}
+    for child, par in parent.items():
+        children.setdefault(par, []).append(child)
+    order = _leaves_first(parent, children)
+    loops = n_chunks(per_channel, spec.chunk_bytes)
+    piece = spec.wire(per_channel / loops)
+    up: dict[tuple[int, str], int] = {}
+    down: dict[tuple[int, str], int] = {}
+    for loop in range(loops):
+        for v in order:  # children before parents
+            deps = [up[(loop, ch)] for ch in children.get(v, [])]
+            if loop >= spec.window:
+                deps.append(up[(loop - spec.window, v)])
+            p = parent[v]
+            up[(loop, v)] = dag.add(v, p, piece, deps, spec.hop_s(v, p) + (base if v not in children else 0.0),
+                                    channel_paths(fabric, v, p, c, C), f"{tag}.l{loop}.up")
+        for v in reversed(order):  # parents before children
+            p = parent[v]
+            deps = [down[(loop, p)]] if p in parent else [up[(loop, ch)] for ch in children[p]]
+            down[(loop, v)] = dag.add(p, v, piece, deps, spec.hop_s(p, v),
+                                      channel_paths(fabric, p, v, c, C), f"{tag}.l{loop}.down")
+
+
+def _leaves_first(parent: dict[str, str], children: dict[str, list[str]]) -> list[str]:
+    depth: dict[str, int] = {}
+
+    def d(v: str) -> int:
+        if v not in depth:
+            depth[v] = 0 if v not in parent else d(parent[v]) + 1
+        return depth[v]
+
+    return sorted(parent, key=lambda v: (-d(v), v))

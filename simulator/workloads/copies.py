@@ -1,0 +1,59 @@
+"""Copies: host-to-device, device-to-host (over the GPU's PCIe path) and GPU-to-GPU peer copies.
+
+``h2d``/``d2h`` move bytes between a GPU and its nearest ``host`` node (root complex) over the
+routes the topology gives (PCIe switches and retimers included, their latency is in the channels).
+``p2p`` is a copy-engine transfer over the best (equal-cost) routes between two GPUs. Several GPUs
+may copy at once (they then share whatever PCIe switch or uplink they have in common).
+"""
+
+from __future__ import annotations
+
+from collections import deque
+
+from simulator.engine.transfer import Workload
+from simulator.errors import InputError
+from simulator.topology.fabric import Fabric
+from simulator.workloads.collectives.base import DagBuilder, check_gpus
+
+COPIES = ("h2d", "d2h", "p2p")
+
+
+def nearest_host(fabric: Fabric, gpu: str) -> str:
+    """The ``host`` node fewest links away from ``gpu`` (ties: by name)."""
+    seen, frontier = {gpu}, deque([gpu])
+    while frontier:
+        level = sorted(frontier)
+        frontier = deque()
+        hosts = [n for n in level if fabric.nodes[n].kind == "host"]
+        if hosts:
+            return hosts[0]
+        for u in level:
+            for v in sorted(set(fabric.graph.succ[u]) | set(fabric.graph.pred[u])):
+                if v not in seen:
+                    seen.add(v)
+                    frontier.append(v)
+    raise InputError(f"{gpu} of {fabric.name} has no host (node of kind 'host') to copy from", field="gpus")
+
+
+def build_copy(fabric: Fabric, kind: str, gpus: list[str] | tuple[str, ...], nbytes: int) -> Workload:
+    """``h2d``/``d2h``: every listed GPU copies ``nbytes`` from/to its host at the same time;
+    ``p2p``: ``gpus[0]`` copies ``nbytes`` to ``gpus[1]`` (pairs 0->1, 2->3, ... if more)."""
+    if kind not in COPIES:
+        raise InputError(f"unknown copy {kind!r}; choose one of {', '.join(COPIES)}", field="op")
+    gpus = check_gpus(fabric, gpus)
+    if nbytes <= 0:
+        raise InputError("copy size must be positive", field="bytes")
+    dag = DagBuilder()
+    if kind == "p2p":
+        if len(gpus) < 2 or len(gpus) % 2:
+            raise InputError("p2p needs GPUs in pairs (source, destination)", field="gpus")
+        for src, dst in zip(gpus[0::2], gpus[1::2]):
+            dag.add(src, dst, nbytes, tag=f"p2p.{src}->{dst}")
+    else:
+        for g in gpus:
+            host = nearest_host(fabric, g)
+            src, dst = (host, g) if kind == "h2d" else (g, host)
+            dag.add(src, dst, nbytes, tag=f"{kind}.{g}")
+    meta = {"op": kind, "algo": "copy", "protocol": "copy-engine", "bytes": int(nbytes),
+            "n": len(gpus), "busbw_factor": 1.0}
+    return dag.workload(f"{kind}.{nbytes}B.{len(gpus)}gpu", meta)
