@@ -6,6 +6,10 @@ transfers); hosts may (a root complex forwards PCIe peer-to-peer between its por
 nodes are dealt out diagonally: path *j* uses parallel link *j mod k* at each hop, so the set of
 paths touches every parallel link once and no product explosion occurs (HGX H100: 5+4+4+5 = 18
 paths GPU to GPU; GB200 NVL72: one per switch chip, 18).
+
+Two nodes joined by an NVLink-only path are routed over NVLink only (``PREFERRED_FABRICS``), as
+NCCL's P2P transport does: a shared PCIe switch would otherwise offer a 2-hop GPU-to-GPU path as
+short as the one through an NVSwitch. Other pairs route over all channels.
 """
 
 from __future__ import annotations
@@ -18,11 +22,15 @@ _ENDPOINT_KINDS = frozenset({"gpu"})
 MAX_NODE_PATHS = 64
 """Cap on distinct shortest node paths considered per pair (large leaf/spine fabrics)."""
 
+PREFERRED_FABRICS: tuple[frozenset[str], ...] = (frozenset({"nvlink"}),)
+"""Channel sets tried in order before falling back to every channel (see module docstring)."""
+
 Route = tuple[int, ...]
 
 
-def _parallel(fabric: Fabric, u: str, v: str) -> list[int]:
-    return sorted(fabric.graph[u][v])
+def _parallel(fabric: Fabric, u: str, v: str, allowed: frozenset[str] | None = None) -> list[int]:
+    edges = fabric.graph[u][v]
+    return sorted(k for k, d in edges.items() if allowed is None or d["ch"].fabric in allowed)
 
 
 def equal_cost_routes(fabric: Fabric, src: str, dst: str) -> tuple[Route, ...]:
@@ -40,17 +48,31 @@ def equal_cost_routes(fabric: Fabric, src: str, dst: str) -> tuple[Route, ...]:
 def _compute_routes(fabric: Fabric, src: str, dst: str) -> tuple[Route, ...]:
     if src == dst:
         return ((),)
+    for allowed in PREFERRED_FABRICS:
+        try:
+            return _routes_over(fabric, src, dst, allowed)
+        except nx.NetworkXNoPath:
+            continue
+    return _routes_over(fabric, src, dst, None)
+
+
+def _routes_over(fabric: Fabric, src: str, dst: str, allowed: frozenset[str] | None) -> tuple[Route, ...]:
+    """Shortest-hop routes using only channels of the ``allowed`` fabrics (None: all)."""
     routes: list[Route] = []
-    for path in _shortest_node_paths(fabric, src, dst):
-        hops = [_parallel(fabric, u, v) for u, v in zip(path, path[1:])]
+    for path in _shortest_node_paths(fabric, src, dst, allowed):
+        hops = [_parallel(fabric, u, v, allowed) for u, v in zip(path, path[1:])]
         width = max(len(h) for h in hops)
         routes.extend(tuple(h[j % len(h)] for h in hops) for j in range(width))
     return tuple(routes)
 
 
-def _shortest_node_paths(fabric: Fabric, src: str, dst: str) -> list[list[str]]:
+def _shortest_node_paths(fabric: Fabric, src: str, dst: str,
+                         allowed: frozenset[str] | None = None) -> list[list[str]]:
     """Shortest-hop node paths whose interior avoids endpoints, at most MAX_NODE_PATHS, sorted."""
     graph, nodes = fabric.graph, fabric.nodes
+    if allowed is not None:
+        full = graph
+        graph = nx.subgraph_view(full, filter_edge=lambda u, v, k: full[u][v][k]["ch"].fabric in allowed)
 
     def transit(n: str) -> bool:
         return nodes[n].kind not in _ENDPOINT_KINDS

@@ -1,0 +1,289 @@
+"""``build_fabric``: a validated topology model + the parts catalog -> :class:`Fabric`.
+
+Steps: load the catalog (built-in parts plus the topology's own parts files), expand enclosures
+and devices into named nodes (GPU ranks in declaration order), expand each link spec through its
+pattern into physical links (checking generation, ports, retimers and cable reach), then emit two
+:class:`Channel` records per link and add up always-on power by component kind. Every error is an
+:class:`InputError` located at the YAML value that caused it.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from pathlib import Path
+from types import MappingProxyType
+from typing import Any
+
+from simulator.errors import InputError
+from simulator.hardware.catalog import (Catalog, HardwareError, LinkGeneration, check_retimers,
+                                        load_catalog)
+from simulator.topology.fabric import Channel, CreditSpec, Fabric, Node
+from simulator.topology.loader import Path_, SourceMap
+from simulator.topology.patterns import pairs, select
+from simulator.topology.schema import DeviceSpec, LinkSpec, TopologyModel
+from simulator.topology.validate import load_topology
+
+log = logging.getLogger(__name__)
+
+SERDES_KEY = {"gpu": "gpu_serdes", "switch": "switch_serdes", "pcie_switch": "switch_serdes",
+              "nic": "nic", "host": "host_serdes"}
+"""Node kind -> energy component kind of the SerDes at that end of a channel."""
+DEVICE_POWER_KEY = {"switch": "switch_chips", "nic": "nics", "pcie_switch": "pcie_switches",
+                    "host": "hosts", "gpu": "gpu_links"}
+"""Node kind -> static-power component kind of the device's interconnect logic."""
+CABLE_POWER_KEY = {"optical": "optics", "copper_active": "active_copper", "copper_passive": "passive_copper"}
+"""Cable kind -> static-power component kind (board traces draw nothing of their own)."""
+
+
+@dataclass(frozen=True, slots=True)
+class _Device:
+    name: str
+    part: Any
+    """The catalog ``DevicePart``."""
+    group: str
+    path: Path_
+    """Where the device spec was written (for errors)."""
+
+
+@dataclass(frozen=True, slots=True)
+class _Link:
+    a: str
+    b: str
+    gen: LinkGeneration
+    spec: LinkSpec
+    cable: Any
+    retimer: Any
+    path: Path_
+
+
+def build_fabric(model_or_path: TopologyModel | str | Path) -> Fabric:
+    """Build the fabric of a topology model or file; raises :class:`InputError` on bad input."""
+    model = model_or_path if isinstance(model_or_path, TopologyModel) else load_topology(model_or_path)
+    sources = model.sources or SourceMap(file=f"<topology {model.name}>")
+    catalog = _catalog(model, sources)
+    devices = _expand_devices(model, catalog, sources)
+    links = _expand_links(model, devices, catalog, sources)
+    warnings = _check_ports(devices, links, sources)
+    fabric = _assemble(model.name, devices, links)
+    fabric.warnings.extend(warnings)
+    return fabric
+
+
+# --- catalog -------------------------------------------------------------------------------------
+
+def _catalog(model: TopologyModel, sources: SourceMap) -> Catalog:
+    files = []
+    for i, name in enumerate(model.parts):
+        file, line = sources.where(("parts", i))
+        path = Path(file).parent / name
+        if not path.is_file():
+            raise sources.error(("parts", i), f"{path}: no such parts file")
+        files.append(path)
+    try:
+        return load_catalog(files)
+    except HardwareError as err:
+        raise sources.error(("parts",), str(err)) from None
+
+
+def _hw(sources: SourceMap, path: Path_, call, *args, **kwargs):  # noqa: ANN001, ANN202
+    """Run a catalog call; a HardwareError becomes an InputError at ``path``."""
+    try:
+        return call(*args, **kwargs)
+    except HardwareError as err:
+        raise sources.error(path, str(err)) from None
+
+
+# --- devices -------------------------------------------------------------------------------------
+
+def _names(spec_name: str, count: int | None) -> list[str]:
+    return [spec_name] if count is None else [f"{spec_name}{i}" for i in range(count)]
+
+
+def _expand_devices(model: TopologyModel, catalog: Catalog, sources: SourceMap) -> dict[str, _Device]:
+    devices: dict[str, _Device] = {}
+
+    def add(spec: DeviceSpec, prefix: str, group: str, path: Path_) -> None:
+        part = _hw(sources, path + ("part",), catalog.device, spec.part)
+        for name in _names(spec.name, spec.count):
+            full = f"{prefix}{name}"
+            if full in devices:
+                raise sources.error(path + ("name",), f"device name {full!r} is used twice")
+            devices[full] = _Device(full, part, group or (spec.group or ""), path)
+
+    for e, enc in enumerate(model.enclosures):
+        for instance in _names(enc.name, enc.count):
+            for d, spec in enumerate(enc.devices):
+                add(spec, f"{instance}.", instance, ("enclosures", e, "devices", d))
+    for d, spec in enumerate(model.devices):
+        add(spec, "", "", ("devices", d))
+    return devices
+
+
+# --- links ---------------------------------------------------------------------------------------
+
+def _expand_links(model: TopologyModel, devices: dict[str, _Device], catalog: Catalog,
+                  sources: SourceMap) -> list[_Link]:
+    links: list[_Link] = []
+    for e, enc in enumerate(model.enclosures):
+        for instance in _names(enc.name, enc.count):
+            local = [n.removeprefix(f"{instance}.") for n in devices if n.startswith(f"{instance}.")]
+            for k, spec in enumerate(enc.links):
+                links += _links_of(spec, ("enclosures", e, "links", k), local, f"{instance}.",
+                                   devices, catalog, sources)
+    for k, spec in enumerate(model.links):
+        links += _links_of(spec, ("links", k), list(devices), "", devices, catalog, sources)
+    return links
+
+
+def _links_of(spec: LinkSpec, path: Path_, names: list[str], prefix: str, devices: dict[str, _Device],
+              catalog: Catalog, sources: SourceMap) -> list[_Link]:
+    ends = []
+    for key, globs in (("from", spec.from_), ("to", spec.to)):
+        chosen = select(names, globs)
+        if not chosen:
+            shown = ", ".join(names[:6]) + (", ..." if len(names) > 6 else "")
+            raise sources.error(path + (key,), f"no device matches {', '.join(globs)} (devices: {shown})")
+        ends.append([prefix + n for n in chosen])
+    try:
+        joined = pairs(spec.pattern, ends[0], ends[1], spec.links_per_pair)
+    except ValueError as err:
+        raise sources.error(path + ("pattern",), str(err)) from None
+    gen = _hw(sources, path + ("generation",), catalog.link, spec.generation, width=spec.width,
+              max_payload_B=int(spec.max_payload) if spec.max_payload else None)
+    retimer = None
+    if spec.retimers:
+        _hw(sources, path + ("retimers",), check_retimers, spec.retimers)
+        retimer = _hw(sources, path + ("retimer",), catalog.retimer, spec.retimer or f"{gen.name}_retimer")
+        if retimer.generation != gen.name:
+            raise sources.error(path + ("retimer",), f"{retimer.name} runs {retimer.generation}, "
+                                f"the link is {gen.name}")
+    cable = _hw(sources, path + ("cable", "kind"), catalog.cable, spec.cable.kind)
+    _hw(sources, path + ("cable", "length"), cable.check_reach, gen.lane.data_rate_bps, spec.cable.length,
+        retimers=spec.retimers, reach_factor=retimer.reach_factor if retimer else 1.0)
+    for a, b, _ in joined:
+        for end in (a, b):
+            _check_generation(devices[end], gen, sources, path)
+    return [_Link(a, b, gen, spec, cable, retimer, path) for a, b, n in joined for _ in range(n)]
+
+
+def _check_generation(device: _Device, gen: LinkGeneration, sources: SourceMap, path: Path_) -> None:
+    """The device has ports of the link's fabric, running this generation (PCIe: this one or newer)."""
+    part = device.part
+    if not part.ports.get(gen.fabric):
+        have = ", ".join(f"{k} {v}" for k, v in part.ports.items()) or "none"
+        raise sources.error(path + ("generation",),
+                            f"{device.name} ({part.name}) has no {gen.fabric} ports (ports: {have})")
+    native = part.generations.get(gen.fabric)
+    if native is None or native == gen.name:
+        return
+    if gen.fabric == "pcie" and _pcie_gen(gen.name) <= _pcie_gen(native):
+        return  # PCIe trains down to an older generation
+    raise sources.error(path + ("generation",),
+                        f"{device.name} ({part.name}) runs {native}, not {gen.name}")
+
+
+def _pcie_gen(name: str) -> int:
+    digits = "".join(ch for ch in name if ch.isdigit())
+    return int(digits) if digits else 0
+
+
+def _check_ports(devices: dict[str, _Device], links: list[_Link], sources: SourceMap) -> list[str]:
+    """Error when a device gets more links (or lanes) of a fabric than it has; warn on idle ports."""
+    used: dict[tuple[str, str], int] = {}
+    lanes: dict[tuple[str, str], int] = {}
+    for link in links:
+        fabric = link.gen.fabric
+        for end in (link.a, link.b):
+            key, part = (end, fabric), devices[end].part
+            used[key] = used.get(key, 0) + 1
+            lanes[key] = lanes.get(key, 0) + link.gen.pairs_per_direction
+            if used[key] > part.ports.get(fabric, 0):
+                raise sources.error(link.path + ("links_per_pair",),
+                                    f"{end} ({part.name}) has {part.ports.get(fabric, 0)} {fabric} ports "
+                                    f"but the links give it {_total(links, end, fabric, False)}")
+            if fabric in part.lanes and lanes[key] > part.lanes[fabric]:
+                raise sources.error(link.path + ("width",),
+                                    f"{end} ({part.name}) has {part.lanes[fabric]} {fabric} lanes "
+                                    f"but the links use {_total(links, end, fabric, True)}")
+    warnings = []
+    connected = {x for lk in links for x in (lk.a, lk.b)}
+    idle = [d for d in devices if d not in connected]
+    if idle:
+        warnings.append(f"{len(idle)} device(s) have no links: {', '.join(idle[:4])}"
+                        + (", ..." if len(idle) > 4 else ""))
+    short = [d.name for d in devices.values() if d.part.kind == "gpu" and d.name in connected
+             and 0 < used.get((d.name, "nvlink"), 0) < d.part.ports.get("nvlink", 0)]
+    if short:
+        d = devices[short[0]]
+        warnings.append(f"{len(short)} GPU(s) use fewer NVLink ports than they have, e.g. {d.name}: "
+                        f"{used[(d.name, 'nvlink')]} of {d.part.ports['nvlink']}")
+    return warnings
+
+
+def _total(links: list[_Link], end: str, fabric: str, lanes: bool) -> int:
+    return sum((lk.gen.pairs_per_direction if lanes else 1) for lk in links
+               if lk.gen.fabric == fabric and end in (lk.a, lk.b))
+
+
+# --- channels and power --------------------------------------------------------------------------
+
+def _assemble(name: str, devices: dict[str, _Device], links: list[_Link]) -> Fabric:
+    nodes, rank = [], 0
+    for dev in devices.values():
+        part = dev.part
+        nodes.append(Node(dev.name, part.kind, part.name, group=dev.group,
+                          rank=rank if part.kind == "gpu" else -1, latency_s=part.latency_s,
+                          reduction=part.reduction, static_power_W=part.static_power_W))
+        rank += part.kind == "gpu"
+    channels: list[Channel] = []
+    for index, link in enumerate(links):
+        channels += _channels(index, link, devices, len(channels))
+    fabric = Fabric.from_parts(name, nodes, channels, _static_power(devices, links))
+    return fabric
+
+
+def _channels(index: int, link: _Link, devices: dict[str, _Device], first_id: int) -> list[Channel]:
+    gen, spec, cable = link.gen, link.spec, link.cable
+    latency = gen.phy_latency_s + cable.latency_s(spec.cable.length, gen)
+    if link.retimer is not None:
+        latency += spec.retimers * link.retimer.latency_s
+    credit = CreditSpec(buffer_bytes=int(spec.credit_buffer or gen.credit_buffer_B),
+                        credit_bytes=int(gen.credit_unit_B), return_delay_s=gen.credit_return_delay_s,
+                        batch=int(gen.credit_batch))
+    overhead = gen.line_rate_Bps / gen.payload_rate_Bps  # line bits spent per payload bit
+    out = []
+    for k, (src, dst) in enumerate(((link.a, link.b), (link.b, link.a))):
+        energy: dict[str, float] = {}
+        for end in (src, dst):
+            key = SERDES_KEY[devices[end].part.kind]
+            energy[key] = energy.get(key, 0.0) + gen.serdes_pJ_per_bit * overhead
+        if link.retimer is not None:
+            energy["retimer"] = spec.retimers * link.retimer.pJ_per_bit * overhead
+        if cable.pJ_per_bit:
+            energy["optics" if cable.kind == "optical" else "cable"] = cable.pJ_per_bit * overhead
+        out.append(Channel(id=first_id + k, link=index, src=src, dst=dst, fabric=gen.fabric,
+                           generation=gen.name, lanes=gen.pairs_per_direction,
+                           line_rate_Bps=gen.line_rate_Bps, rate_Bps=gen.payload_rate_Bps,
+                           latency_s=latency, credit=credit, energy_pJ_per_bit=MappingProxyType(energy),
+                           cable=cable.kind if cable.kind != "trace" else "", retimers=spec.retimers))
+    return out
+
+
+def _static_power(devices: dict[str, _Device], links: list[_Link]) -> dict[str, float]:
+    """Always-on interconnect power by component kind (W); kinds present with 0 W are kept."""
+    power: dict[str, float] = {}
+
+    def add(key: str, watts: float) -> None:
+        power[key] = power.get(key, 0.0) + watts
+
+    for dev in devices.values():
+        if dev.part.kind not in ("gpu", "host") or dev.part.static_power_W:
+            add(DEVICE_POWER_KEY[dev.part.kind], dev.part.static_power_W)
+    for link in links:
+        if link.retimer is not None:
+            add("retimers", link.spec.retimers * link.retimer.power_W)
+        key = CABLE_POWER_KEY.get(link.cable.kind)
+        if key:
+            add(key, 2 * link.cable.power_W_per_end(link.gen))
+    return power
