@@ -17,7 +17,8 @@ from matplotlib.ticker import FixedLocator, FuncFormatter, NullFormatter
 from simulator.reports.plots._figure import new_figure, palette, save_png
 
 MAX_LABELLED_TICKS = 12
-"""Most size labels on the x axis; beyond this, every 2nd/4th/... power of two is labelled."""
+"""Most size labels on the x axis; beyond this, every 2nd/4th/... power of two is labelled, counting
+down from the largest size."""
 
 
 def size_label(n_bytes: float) -> str:
@@ -36,7 +37,8 @@ def set_log2_size_axis(ax: Axes, sizes: Sequence[float]) -> None:
     step = 1
     while (hi - lo) // step + 1 > MAX_LABELLED_TICKS:
         step *= 2
-    ax.xaxis.set_major_locator(FixedLocator([2.0**e for e in range(lo, hi + 1, step)]))
+    # anchored at the largest size: the bandwidth plateau is what readers look up
+    ax.xaxis.set_major_locator(FixedLocator([2.0**e for e in range(hi, lo - 1, -step)][::-1]))
     ax.xaxis.set_minor_locator(FixedLocator([2.0**e for e in range(lo, hi + 1)]))
     ax.xaxis.set_major_formatter(FuncFormatter(lambda x, _pos: size_label(x)))
     ax.xaxis.set_minor_formatter(NullFormatter())
