@@ -1,0 +1,19 @@
+"""Chain workloads: append one DAG after given transfers of another (layers, phases, steps)."""
+
+from __future__ import annotations
+
+from simulator.engine.transfer import Workload
+from simulator.workloads.collectives.base import DagBuilder
+
+
+def append(dag: DagBuilder, workload: Workload, after: list[int] | tuple[int, ...] = (),
+           tag: str = "") -> list[int]:
+    """Copy ``workload``'s transfers into ``dag``; its roots wait for ``after``. Returns the ids of
+    its sinks (transfers nothing else in it depends on), to chain the next piece on."""
+    offset = len(dag.transfers)
+    has_child = set()
+    for t in workload.transfers:
+        deps = [d + offset for d in t.deps] if t.deps else list(after)
+        has_child.update(t.deps)
+        dag.add(t.src, t.dst, t.bytes, deps, t.delay_s, t.paths, f"{tag}{t.tag}")
+    return [t.id + offset for t in workload.transfers if t.id not in has_child]
