@@ -1,0 +1,78 @@
+"""Invariants checked at the end of every run, recorded in ``RunResult.invariants``; a broken one
+raises ``SimulationError`` with a report. ``Faults`` breaks them on purpose (tests only).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from simulator.errors import SimulationError
+
+
+def check_invariants(net, result) -> None:
+    """Fill ``result.invariants``; raise ``SimulationError`` listing every one that failed."""
+    problems: dict[str, str] = {}
+    if net.bytes_injected != net.bytes_delivered:
+        problems["bytes_conserved"] = (f"bytes injected {net.bytes_injected} != delivered "
+                                       f"{net.bytes_delivered}")
+    elif net.done and net.bytes_delivered != net.workload.total_bytes:
+        problems["bytes_conserved"] = (f"delivered {net.bytes_delivered} B of the workload's "
+                                       f"{net.workload.total_bytes} B")
+    bad = [(port, v) for port in net.ports for v in port.credits.violations]
+    if bad:
+        problems["credits_in_range"] = "; ".join(f"{p.name} {v}" for p, v in bad[:5]) + (
+            f" (+{len(bad) - 5} more)" if len(bad) > 5 else "")
+    missing = net.n_packets - sum(net.seen) if net.done else 0
+    if net.duplicates or missing or net.packets_delivered != net.packets_injected:
+        problems["exactly_once"] = (f"{net.duplicates} duplicate deliveries, {missing} packets never "
+                                    f"delivered, {net.packets_injected} injected vs "
+                                    f"{net.packets_delivered} delivered")
+    if not net.done:
+        problems["all_transfers_finished"] = (f"{net.n_transfers - net.n_done} of {net.n_transfers} "
+                                              f"transfers unfinished")
+    for name in ("bytes_conserved", "credits_in_range", "exactly_once", "all_transfers_finished"):
+        result.invariants[name] = name not in problems
+    result.invariants.setdefault("deadlock_free", True)
+    if problems:
+        err = SimulationError("invariant violated at t={:.3f} us:\n".format(net.env._now * 1e6)
+                              + "\n".join(f"  {k}: {v}" for k, v in problems.items()))
+        err.result = result
+        err.problems = problems
+        raise err
+
+
+@dataclass(frozen=True)
+class Faults:
+    """Deliberate defects for tests of the invariant checks (never used by real runs).
+
+    ``drop_seq``: that packet vanishes at its first switch; ``duplicate_seq``: that packet is
+    delivered twice; ``extra_credit_channel``: that channel's receiver returns one credit too many
+    on its first delivery.
+    """
+
+    drop_seq: int | None = None
+    duplicate_seq: int | None = None
+    extra_credit_channel: int | None = None
+
+    def install(self, net) -> None:
+        """Wrap the network's arrival and delivery handlers."""
+        arrive, deliver = net._arrive, net._deliver
+        faults = self
+        done_extra = []
+
+        def faulty_arrive(p):
+            if p.seq == faults.drop_seq:
+                return
+            arrive(p)
+
+        def faulty_deliver(p):
+            deliver(p)
+            if p.seq == faults.duplicate_seq:
+                deliver(p)
+            cid = p.route[-1]
+            if cid == faults.extra_credit_channel and not done_extra:
+                done_extra.append(1)
+                net.ports[cid].credits.give(0, 1)
+
+        net.arrive_cbs = (faulty_arrive,)
+        net.deliver_cbs = (faulty_deliver,)

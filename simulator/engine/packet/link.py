@@ -1,0 +1,282 @@
+"""One channel (one direction of a link) seen from its sender: serialization, propagation, credits.
+
+The sender port serializes one packet at a time at the channel rate, holds the credit counter of the
+receiver's buffer, and arbitrates among the requesters that want the channel (switch input VOQs and
+local injection). Credit updates travel back as timestamped entries in a small heap that the port
+absorbs lazily whenever it looks at its credits; only a port that is actually blocked schedules a
+wake-up, one event at the earliest return. A port that finishes a packet with nothing queued
+schedules nothing at all: its ``busy_until`` is enough for the next arrival to wait on.
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+from typing import TYPE_CHECKING
+
+from simulator.engine.packet.credits import credits_for
+from simulator.engine.packet.packet import Wake
+from simulator.topology.fabric import Channel
+
+if TYPE_CHECKING:
+    from simulator.engine.packet.network import PacketNetwork
+
+EPS_S = 1e-15
+"""Time tolerance (s): sums of the same delays in a different order differ by float rounding."""
+INF = math.inf
+
+
+def serialization_rate_Bps(channel: Channel, header_bytes: int) -> float:
+    """Rate packets are clocked out at: the payload rate when headers are folded into the channel's
+    protocol efficiency (``header_bytes == 0``), else the line rate for payload + header."""
+    return channel.rate_Bps if header_bytes == 0 else channel.line_rate_Bps
+
+
+def credit_loop_rtt_s(channel: Channel, packet_bytes: int, header_bytes: int = 0,
+                      reverse_latency_s: float | None = None) -> float:
+    """Credit round-trip of one packet on a link into a sink (s): how long its buffer space is held.
+
+    Derivation, in this engine's model: the sender takes the packet's credits when it starts
+    serializing at t0. The tail finishes leaving at t0 + s, with s = (payload + header) / rate
+    (``serialization_rate_Bps``), and has fully arrived at t0 + s + L (L = ``channel.latency_s``).
+    A sink frees the space when the tail has arrived; the receiver waits ``return_delay_s`` (d)
+    before sending the credit, which then crosses the reverse direction in L_rev. So the space is
+    reusable at t0 + RTT with
+
+        RTT = s + L + d + L_rev.
+
+    A buffer of W bytes therefore sustains at most W / RTT wire bytes per second, and the link
+    throughput is min(rate, W / RTT) (``credit_limited_rate_Bps``). Exact when W holds a whole
+    number of packets and ``batch == 1``; batching withholds up to (batch - 1) credits.
+    ``reverse_latency_s`` defaults to ``channel.latency_s`` (links are symmetric).
+    """
+    rate = serialization_rate_Bps(channel, header_bytes)
+    back = channel.latency_s if reverse_latency_s is None else reverse_latency_s
+    return (packet_bytes + header_bytes) / rate + channel.latency_s + channel.credit.return_delay_s + back
+
+
+def credit_limited_rate_Bps(channel: Channel, packet_bytes: int, header_bytes: int = 0,
+                            reverse_latency_s: float | None = None) -> float:
+    """Closed-form payload throughput of one saturated link: min(rate, buffer / RTT) (B/s, one way).
+
+    With headers, both terms are scaled to payload (a fraction payload / (payload + header) of the
+    wire bytes is payload).
+    """
+    rtt = credit_loop_rtt_s(channel, packet_bytes, header_bytes, reverse_latency_s)
+    payload_share = packet_bytes / (packet_bytes + header_bytes)
+    wire_rate = serialization_rate_Bps(channel, header_bytes)
+    return min(wire_rate, channel.credit.buffer_bytes / rtt) * payload_share
+
+
+class OutputPort:
+    """Sender side of one channel: requesters, arbiter, credit counter, serializer."""
+
+    __slots__ = ("cid", "name", "net", "env", "spb", "latency", "node_latency", "next_latency",
+                 "credits", "batcher", "credit_bytes", "full_wire", "full_k", "ret_lag", "rets",
+                 "busy_until", "wake_at", "blocked", "stall_since", "stall_s", "busy_s", "bytes",
+                 "sent", "reqs", "arbiter", "speedup", "cut_through", "vc_max", "obs")
+
+    def __init__(self, net: "PacketNetwork", channel: Channel, *, spb: float, node_latency: float,
+                 next_latency: float, credits, batcher, ret_lag: float, full_wire: int, arbiter,
+                 speedup: float, cut_through: bool, vc_max: int, obs) -> None:
+        self.cid = channel.id
+        self.name = f"{channel.src}->{channel.dst}#{channel.id}"
+        self.net = net
+        self.env = net.env
+        self.spb = spb
+        """Seconds per wire byte."""
+        self.latency = channel.latency_s
+        self.node_latency = node_latency
+        """Forwarding latency of the sending node (s): a tail cannot leave before tail-in + this."""
+        self.next_latency = next_latency
+        """Forwarding latency of the receiving node (s), added before it may forward a packet."""
+        self.credits = credits
+        self.batcher = batcher
+        """Receiver side of this channel's credits (batching of returns)."""
+        self.credit_bytes = channel.credit.credit_bytes
+        self.full_wire = full_wire
+        self.full_k = credits_for(full_wire, channel.credit.credit_bytes)
+        """Credits of a full packet (precomputed)."""
+        self.ret_lag = ret_lag
+        """Credit return delay + reverse propagation (s)."""
+        self.rets: list[tuple[float, int, int]] = []
+        """Credit updates on their way back: heap of (arrival time, vc, credits)."""
+        self.busy_until = -INF
+        self.wake_at = INF
+        """Time of the earliest wake-up already scheduled."""
+        self.blocked = False
+        """Had a packet to send but no credits at the last look."""
+        self.stall_since = -1.0
+        self.stall_s = 0.0
+        self.busy_s = 0.0
+        self.bytes = 0
+        self.sent = 0
+        self.reqs: list = []
+        """Requesters in ascending rank (VOQs of inputs at this node, local injector)."""
+        self.arbiter = arbiter
+        self.speedup = speedup
+        self.cut_through = cut_through
+        self.vc_max = vc_max
+        self.obs = obs
+
+    def add_requester(self, req) -> None:
+        """Register a VOQ or injector (kept sorted by rank)."""
+        self.reqs.append(req)
+        self.reqs.sort(key=lambda r: r.rank)
+
+    # -- wake-ups -------------------------------------------------------------------------------
+    def wake(self, t: float) -> None:
+        """Make sure the port looks again at time ``t`` (one event, de-duplicated)."""
+        if t < self.wake_at:
+            self.wake_at = t
+            env = self.env
+            env.schedule(Wake(self._on_wake, t), 1, t - env._now)
+
+    def _on_wake(self, ev: Wake) -> None:
+        if ev.at >= self.wake_at:
+            self.wake_at = INF
+        self.kick()
+
+    def credit_return(self, t_free: float, vc: int, k: int) -> None:
+        """The receiver freed ``k`` credits of ``vc`` at ``t_free``: send them back (maybe batched)."""
+        k = self.batcher.free(vc, k)
+        if k:
+            t = t_free + self.ret_lag
+            heapq.heappush(self.rets, (t, vc, k))
+            if self.blocked:
+                self.wake(t)
+
+    def _absorb(self, now: float) -> None:
+        rets, credits, obs = self.rets, self.credits, self.obs
+        while rets and rets[0][0] <= now + EPS_S:
+            t, vc, k = heapq.heappop(rets)
+            credits.give(vc, k)
+            if obs is not None:
+                obs.credits(self.cid, t, credits.available())
+
+    # -- arbitration and sending --------------------------------------------------------------
+    def kick(self) -> None:
+        """Send the next packet if the channel is free and a requester has credits for its head."""
+        now = self.env._now
+        if self.busy_until > now + EPS_S:
+            self.wake(self.busy_until)
+            return
+        if self.rets and self.rets[0][0] <= now + EPS_S:
+            self._absorb(now)
+        credits = self.credits
+        vc_max = self.vc_max
+        reqs = self.reqs
+        if len(reqs) == 1:
+            r = reqs[0]
+            p = r.head
+            if p is None:
+                return
+            xbar = r.inbuf.xbar
+            if xbar > now + EPS_S:
+                self.wake(xbar)
+                return
+            w = p.wire
+            k = self.full_k if w == self.full_wire else credits_for(w, self.credit_bytes)
+            vc = p.hop + 1
+            if vc > vc_max:
+                vc = vc_max
+            if not credits.fits(vc, k):
+                self._stall(now)
+                return
+            self._send(r, p, k, vc, now)
+            return
+        cands = []
+        xbar_next = INF
+        starved = False
+        for r in reqs:
+            p = r.head
+            if p is None:
+                continue
+            xbar = r.inbuf.xbar
+            if xbar > now + EPS_S:
+                if xbar < xbar_next:
+                    xbar_next = xbar
+                continue
+            w = p.wire
+            k = self.full_k if w == self.full_wire else credits_for(w, self.credit_bytes)
+            vc = p.hop + 1
+            if vc > vc_max:
+                vc = vc_max
+            if credits.fits(vc, k):
+                cands.append(r)
+            else:
+                starved = True
+        if not cands:
+            if xbar_next < INF:
+                self.wake(xbar_next)
+            if starved:
+                self._stall(now)
+            return
+        r = cands[0] if len(cands) == 1 else self.arbiter.pick(cands)
+        p = r.head
+        w = p.wire
+        k = self.full_k if w == self.full_wire else credits_for(w, self.credit_bytes)
+        vc = p.hop + 1
+        if vc > vc_max:
+            vc = vc_max
+        self._send(r, p, k, vc, now)
+
+    def _stall(self, now: float) -> None:
+        self.blocked = True
+        if self.stall_since < 0:
+            self.stall_since = now
+        if self.rets:
+            self.wake(self.rets[0][0])
+
+    def _send(self, r, p, k: int, vc: int, now: float) -> None:
+        r.pop()
+        r.grants += 1
+        self.credits.take(vc, k)
+        if self.blocked:
+            self.blocked = False
+        if self.stall_since >= 0:
+            self.stall_s += now - self.stall_since
+            self.stall_since = -1.0
+        hop = p.hop + 1
+        p.hop = hop
+        end = now + p.wire * self.spb
+        route = p.route
+        if hop == 0:
+            p.t_inject = now
+            self.net.on_inject(p, now)
+        else:
+            p.queue_s += now - p.t_ready
+            bound = p.t_tail + self.node_latency
+            if end < bound:
+                end = bound  # cut-through cannot outrun the incoming tail
+            up = self.net.ports[route[hop - 1]]
+            w = p.wire
+            up_vc = hop - 1 if hop - 1 < self.vc_max else self.vc_max
+            up.credit_return(end, up_vc,
+                             up.full_k if w == up.full_wire else credits_for(w, up.credit_bytes))
+            r.inbuf.xbar = now + (end - now) / self.speedup
+            inbuf = r.inbuf
+            inbuf.held -= 1
+            if self.net.fifo_mode:
+                self.net.unstage(inbuf, p)
+        self.busy_until = end
+        self.busy_s += end - now
+        self.bytes += p.bytes
+        self.sent += 1
+        t_tail = end + self.latency
+        p.t_tail = t_tail
+        env = self.env
+        if hop == len(route) - 1:
+            p.callbacks = self.net.deliver_cbs
+            env.schedule(p, 1, t_tail - now)
+        else:
+            ready = (now + self.latency if self.cut_through else t_tail) + self.next_latency
+            p.t_ready = ready
+            p.callbacks = self.net.arrive_cbs
+            env.schedule(p, 1, ready - now)
+        obs = self.obs
+        if obs is not None:
+            obs.link_busy(self.cid, now, end, p)
+            obs.credits(self.cid, now, self.credits.available())
+        if len(self.reqs) > 1 or r.head is not None:
+            self.wake(end)

@@ -1,0 +1,345 @@
+"""Wires the packet engine's parts for one fabric and runs one workload: ports, input buffers,
+injectors, the transfer DAG and the event loop. Behaviour lives in the parts (``link``, ``switch``,
+``source``, ``credits``, ``arbiters``); this module connects them and keeps the run's totals.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from array import array
+
+import numpy as np
+import simpy
+from simpy.core import EmptySchedule
+
+from simulator.engine.packet.arbiters import make_arbiter
+from simulator.engine.packet.config import PacketConfig
+from simulator.engine.packet.credits import CREDIT_POLICIES, CreditBatcher, credits_for
+from simulator.engine.packet.link import OutputPort, serialization_rate_Bps
+from simulator.engine.packet.packet import Packet, Wake
+from simulator.engine.packet.source import Flow, Injector, split_packets
+from simulator.engine.packet.switch import InputBuffer, VirtualOutputQueue
+from simulator.engine.result import RunResult
+from simulator.engine.transfer import Workload
+from simulator.errors import InputError
+from simulator.topology.fabric import Fabric
+from simulator.topology.routing import equal_cost_routes
+
+log = logging.getLogger(__name__)
+
+INJECT_RANK = 1 << 40
+"""Local injection arbitrates after every input channel (ranks are channel ids)."""
+
+
+class PacketNetwork:
+    """One run of the packet engine over ``fabric`` (build once, ``run`` once)."""
+
+    def __init__(self, fabric: Fabric, workload: Workload, config: PacketConfig,
+                 observer=None, faults=None) -> None:
+        self.fabric = fabric
+        self.workload = workload
+        self.config = config
+        self.obs = observer
+        self.env = simpy.Environment()
+        self.rng = np.random.default_rng(config.seed)
+        self.vcs = config.vcs
+        self.fifo_mode = not config.voq
+        self.done = False
+        self._build_channels()
+        self._build_transfers()
+        from simulator.engine.packet.watchdog import Watchdog
+
+        self.watchdog = Watchdog(self, config.watchdog_interval_s or self.auto_watchdog_interval_s())
+        self.arrive_cbs = (self._arrive,)
+        self.deliver_cbs = (self._deliver,)
+        if faults is not None:
+            faults.install(self)
+
+    # -- construction ---------------------------------------------------------------------------
+    def _build_channels(self) -> None:
+        fabric, cfg = self.fabric, self.config
+        nodes = fabric.nodes
+        policy = CREDIT_POLICIES[cfg.credit_policy]
+        full_wire = cfg.wire_bytes
+        self.ports: list[OutputPort] = []
+        self.inbufs: list[InputBuffer] = []
+        self.injectors: dict[int, Injector] = {}
+        parallel: dict[tuple[str, str], int] = {}
+        for ch in fabric.channels:
+            parallel[(ch.src, ch.dst)] = parallel.get((ch.src, ch.dst), 0) + 1
+        for ch in fabric.channels:
+            spec = ch.credit
+            total = spec.buffer_bytes // spec.credit_bytes
+            vc_min = credits_for(cfg.vc_min_bytes or full_wire, spec.credit_bytes)
+            counter = policy(total, cfg.vcs, vc_min)
+            need = credits_for(full_wire, spec.credit_bytes)
+            per_vc = total // cfg.vcs if cfg.credit_policy == "static" else total
+            where = f"channel {ch.id} ({ch.src}->{ch.dst})"
+            if need > per_vc:
+                raise InputError(f"a {full_wire} B packet needs {need} credits but {where} offers "
+                                 f"{per_vc} per VC ({spec.buffer_bytes} B buffer, {cfg.vcs} VCs)",
+                                 field="packet.packet_bytes")
+            if spec.batch > per_vc:
+                raise InputError(f"{where}: credit batch {spec.batch} exceeds the {per_vc} credits "
+                                 f"per VC; credits could never return", field="credit.batch")
+            try:
+                back = fabric.reverse(ch).latency_s
+            except KeyError:
+                back = ch.latency_s
+            rate = serialization_rate_Bps(ch, cfg.header_bytes)
+            src_node, dst_node = nodes[ch.src], nodes[ch.dst]
+            arb = make_arbiter(cfg.arbiter_for(ch.src), cfg.islip_iterations)
+            self.ports.append(OutputPort(
+                self, ch, spb=1.0 / rate, node_latency=src_node.latency_s,
+                next_latency=dst_node.latency_s, credits=counter,
+                batcher=CreditBatcher(spec.batch, cfg.vcs), ret_lag=spec.return_delay_s + back,
+                full_wire=full_wire, arbiter=arb, speedup=cfg.speedup,
+                cut_through=cfg.switching == "cut_through", vc_max=cfg.vcs - 1, obs=self.obs))
+            name = ch.src if parallel[(ch.src, ch.dst)] == 1 else f"{ch.src}/ch{ch.id}"
+            weight = cfg.arbiter_weights.get(ch.dst, {}).get(ch.src, 1)
+            self.inbufs.append(InputBuffer(ch.id, cfg.vcs, name, weight))
+
+    def _build_transfers(self) -> None:
+        transfers = self.workload.transfers
+        n = len(transfers)
+        P = self.config.packet_bytes
+        self.n_transfers = n
+        self.start_s = np.full(n, np.nan)
+        self.finish_s = np.full(n, np.nan)
+        self.left = [t.bytes for t in transfers]
+        """Payload bytes of each transfer not yet delivered."""
+        self.deps_left = [len(t.deps) for t in transfers]
+        self.dependents: list[list[int]] = [[] for _ in range(n)]
+        for t in transfers:
+            for d in t.deps:
+                self.dependents[d].append(t.id)
+        base, total = [], 0
+        for t in transfers:
+            base.append(total)
+            total += -(-t.bytes // P)
+            if t.paths is not None:
+                self._check_paths(t)
+        self.seq_base = base
+        self.n_packets = total
+        self.seen = bytearray(total)
+        """Per packet number: delivered once already."""
+        self.duplicates = 0
+        self.n_done = 0
+        self.bytes_injected = 0
+        self.bytes_delivered = 0
+        self.packets_injected = 0
+        self.packets_delivered = 0
+        self.latency = array("d")
+        self.queue_delay = array("d")
+
+    def _check_paths(self, t) -> None:
+        chans = self.fabric.channels
+        for path in t.paths:
+            ok = bool(path) and chans[path[0]].src == t.src and chans[path[-1]].dst == t.dst and all(
+                chans[a].dst == chans[b].src for a, b in zip(path, path[1:]))
+            if not ok:
+                raise InputError(f"path {path} does not lead from {t.src} to {t.dst}",
+                                 field=f"transfers[{t.id}].paths")
+
+    def auto_watchdog_interval_s(self) -> float:
+        """1000 worst credit round-trips (incl. one full packet and switch latency), at least 1 us:
+        far beyond any legitimate pause while packets are in flight. Assumption, not a measurement."""
+        worst = 0.0
+        for port in self.ports:
+            worst = max(worst, port.full_wire * port.spb + port.latency + port.ret_lag + port.next_latency)
+        return max(1e-6, 1000 * worst)
+
+    # -- hot path: arrival, delivery ------------------------------------------------------------
+    def _voq(self, inbuf: InputBuffer, nxt: int, key: int) -> VirtualOutputQueue:
+        q = inbuf.voqs[key] = VirtualOutputQueue(inbuf, inbuf.cid, inbuf.weight, inbuf.name)
+        self.ports[nxt].add_requester(q)
+        return q
+
+    def _arrive(self, p: Packet) -> None:
+        """``p`` may leave the node it reached: queue it for its next channel and poke that port."""
+        hop = p.hop + 1
+        route = p.route
+        nxt = route[hop]
+        inbuf = self.inbufs[route[p.hop]]
+        inbuf.held += 1
+        vcs = self.vcs
+        vc = hop if hop < vcs else vcs - 1
+        key = nxt * vcs + vc
+        q = inbuf.voqs.get(key)
+        if q is None:
+            q = self._voq(inbuf, nxt, key)
+        if self.fifo_mode:
+            fifo = inbuf.fifos[p.hop if p.hop < vcs else vcs - 1]
+            fifo.append(p)
+            if len(fifo) > 1:
+                if self.obs is not None:
+                    self.obs.queue(inbuf.cid, self.env._now, inbuf.held)
+                return
+        q.push(p)
+        if self.obs is not None:
+            self.obs.queue(inbuf.cid, self.env._now, inbuf.held)
+        self.ports[nxt].kick()
+
+    def unstage(self, inbuf: InputBuffer, p: Packet) -> None:
+        """FIFO mode: ``p`` left ``inbuf``; its successor becomes the head and may request."""
+        vcs = self.vcs
+        hop = p.hop - 1
+        fifo = inbuf.fifos[hop if hop < vcs else vcs - 1]
+        fifo.popleft()
+        if fifo:
+            nxt_p = fifo[0]
+            h = nxt_p.hop + 1
+            nxt = nxt_p.route[h]
+            vc = h if h < vcs else vcs - 1
+            key = nxt * vcs + vc
+            q = inbuf.voqs.get(key) or self._voq(inbuf, nxt, key)
+            q.push(nxt_p)
+            self.ports[nxt].wake(self.env._now)
+        if self.obs is not None:
+            self.obs.queue(inbuf.cid, self.env._now, inbuf.held)
+
+    def _deliver(self, p: Packet) -> None:
+        """``p``'s tail reached its destination: free its buffer space, account, maybe finish."""
+        now = self.env._now
+        route = p.route
+        hop = len(route) - 1
+        port = self.ports[route[hop]]
+        w = p.wire
+        vcs = self.vcs
+        port.credit_return(now, hop if hop < vcs else vcs - 1,
+                           port.full_k if w == port.full_wire else credits_for(w, port.credit_bytes))
+        nbytes = p.bytes
+        self.bytes_delivered += nbytes
+        self.packets_delivered += 1
+        seq = p.seq
+        if self.seen[seq]:
+            self.duplicates += 1
+        else:
+            self.seen[seq] = 1
+        self.latency.append(now - p.t_inject)
+        self.queue_delay.append(p.queue_s)
+        if self.obs is not None:
+            self.obs.delivered(p, now)
+        tid = p.tid
+        left = self.left[tid] - nbytes
+        self.left[tid] = left
+        if left == 0:
+            self._finish(tid, now)
+
+    def on_inject(self, p: Packet, now: float) -> None:
+        """First byte of ``p`` left its source."""
+        self.bytes_injected += p.bytes
+        self.packets_injected += 1
+        if self.start_s[p.tid] != self.start_s[p.tid]:  # NaN: first packet of the transfer
+            self.start_s[p.tid] = now
+
+    # -- transfer DAG ---------------------------------------------------------------------------
+    def _release(self, tid: int) -> None:
+        """All deps of ``tid`` finished: start it after its ``delay_s`` (always via an event, so long
+        chains of zero-byte transfers never recurse)."""
+        delay = self.workload.transfers[tid].delay_s
+        self.env.schedule(Wake(lambda ev: self._start(tid, delay), self.env._now + delay), 1, delay)
+
+    def _start(self, tid: int, delay: float) -> None:
+        t = self.workload.transfers[tid]
+        now = self.env._now
+        if t.bytes == 0 or t.src == t.dst:
+            self.start_s[tid] = now - delay if t.bytes == 0 else now
+            if t.bytes:
+                self.bytes_injected += t.bytes
+                self.bytes_delivered += t.bytes
+                self.left[tid] = 0
+            self._finish(tid, now)
+            return
+        routes = t.paths if t.paths is not None else equal_cost_routes(self.fabric, t.src, t.dst)
+        offset = int(self.rng.integers(len(routes))) if len(routes) > 1 else 0
+        seq = [0]
+        for ri, count, last in split_packets(t.bytes, self.config.packet_bytes, len(routes), offset):
+            route = tuple(routes[ri])
+            first = route[0]
+            inj = self.injectors.get(first)
+            if inj is None:
+                inj = self.injectors[first] = Injector(INJECT_RANK, self.config.packet_bytes,
+                                                       self.config.header_bytes, self.seq_base)
+                self.ports[first].add_requester(inj)
+            inj.add(Flow(tid, route, count, last, seq))
+            self.ports[first].wake(now)
+        self.watchdog.arm()
+
+    def _finish(self, tid: int, now: float) -> None:
+        self.finish_s[tid] = now
+        if self.obs is not None:
+            self.obs.transfer(tid, float(self.start_s[tid]), now)
+        self.n_done += 1
+        for d in self.dependents[tid]:
+            self.deps_left[d] -= 1
+            if self.deps_left[d] == 0:
+                self._release(d)
+        if self.n_done == self.n_transfers:
+            self.done = True
+
+    # -- running --------------------------------------------------------------------------------
+    def packets_held(self) -> int:
+        """Packets sitting in receive buffers or waiting at a source (0 once everything drained)."""
+        return sum(b.held for b in self.inbufs) + sum(1 for i in self.injectors.values() if i.head is not None)
+
+    def hops(self) -> int:
+        """Packet-hops so far (progress measure and speed figure)."""
+        return sum(p.sent for p in self.ports)
+
+    def run(self) -> RunResult:
+        """Run to completion; raise ``SimulationError`` on deadlock or a broken invariant."""
+        from simulator.engine.packet.invariants import check_invariants
+        from simulator.engine.packet.watchdog import deadlock_report
+
+        wall0 = time.perf_counter()
+        if self.obs is not None:
+            self.obs.run_started(self)
+        for t in self.workload.transfers:
+            if not t.deps:
+                self._release(t.id)
+        if not self.workload.transfers:
+            self.done = True
+        env = self.env
+        step = env.step
+        try:
+            while not self.done:
+                step()
+        except EmptySchedule:
+            pass
+        now = env._now
+        for port in self.ports:  # close open credit stalls (only on a stuck run)
+            if port.stall_since >= 0:
+                port.stall_s += now - port.stall_since
+                port.stall_since = -1.0
+        result = self._result(time.perf_counter() - wall0)
+        if not self.done and self.packets_held():
+            deadlock_report(self, result, reason="the event queue ran empty")
+        check_invariants(self, result)
+        if self.obs is not None:
+            self.obs.run_finished(result)
+        return result
+
+    def _result(self, wall_s: float) -> RunResult:
+        ports = self.ports
+        finish = self.finish_s
+        makespan = float(np.nanmax(finish)) if self.n_done else 0.0
+        grants: dict[str, dict[str, int]] = {}
+        nodes = self.fabric.nodes
+        for port, ch in zip(ports, self.fabric.channels):
+            if nodes[ch.src].kind != "switch":
+                continue
+            per = grants.setdefault(ch.src, {})
+            for r in port.reqs:
+                per[r.name] = per.get(r.name, 0) + r.grants
+        queue = self.env._queue
+        return RunResult(
+            engine="packet", makespan_s=makespan, start_s=self.start_s.copy(), finish_s=finish.copy(),
+            bytes_injected=self.bytes_injected, bytes_delivered=self.bytes_delivered,
+            channel_bytes=np.array([p.bytes for p in ports], dtype=np.int64),
+            channel_busy_s=np.array([p.busy_s for p in ports]),
+            channel_credit_stall_s=np.array([p.stall_s for p in ports]),
+            packet_latency_s=np.frombuffer(self.latency, dtype=np.float64).copy(),
+            queue_delay_s=np.frombuffer(self.queue_delay, dtype=np.float64).copy(),
+            switch_grants=grants, events=next(self.env._eid) - len(queue), wall_s=wall_s)

@@ -1,0 +1,49 @@
+"""The unit the engine moves: one packet, minimal, also its own SimPy event (no allocation per hop)."""
+
+from __future__ import annotations
+
+
+class Packet:
+    """A piece of one transfer following one route. Doubles as the event scheduled for its next
+    arrival (``callbacks`` is what ``simpy.Environment.step`` calls), so a hop costs no extra object.
+    """
+
+    __slots__ = ("callbacks", "seq", "tid", "route", "hop", "bytes", "wire", "t_inject", "t_tail",
+                 "t_ready", "queue_s")
+    _ok = True  # SimPy's step() checks this on every processed event
+
+    def __init__(self, seq: int, tid: int, route: tuple[int, ...], nbytes: int, wire: int) -> None:
+        self.callbacks = None
+        self.seq = seq
+        """Global packet number (exactly-once bookkeeping)."""
+        self.tid = tid
+        self.route = route
+        """Channel ids from source to destination."""
+        self.hop = -1
+        """Index in ``route`` of the channel the packet is on (or last arrived over)."""
+        self.bytes = nbytes
+        """Payload bytes."""
+        self.wire = wire
+        """Bytes on the wire and in buffers (payload + header)."""
+        self.t_inject = -1.0
+        """When its first byte left the source (s)."""
+        self.t_tail = 0.0
+        """When its tail is (or will be) fully at the current node (s)."""
+        self.t_ready = 0.0
+        """When it became eligible to leave the current node (s)."""
+        self.queue_s = 0.0
+        """Time spent waiting at switches for arbitration, credits or a busy output (s)."""
+
+    def __repr__(self) -> str:
+        return f"Packet(seq={self.seq}, transfer={self.tid}, hop={self.hop}/{len(self.route)}, bytes={self.bytes})"
+
+
+class Wake:
+    """A one-shot event that calls ``fn()`` at its time (port wake-ups, transfer releases)."""
+
+    __slots__ = ("callbacks", "at")
+    _ok = True
+
+    def __init__(self, fn, at: float) -> None:
+        self.callbacks = (fn,)
+        self.at = at
