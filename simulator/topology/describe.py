@@ -34,7 +34,7 @@ def describe(fabric: Fabric) -> dict[str, Any]:
         "lane_pairs": sum(c.lanes for c in fabric.channels),
         "per_gpu_GBps": per_gpu,
         "bisection_GBps": bisection_GBps(fabric),
-        "power_W": {"total": sum(fabric.static_power_W.values()), **fabric.static_power_W},
+        "power_W": {"total": float(sum(fabric.static_power_W.values())), **fabric.static_power_W},
         "cables": cable_counts(fabric),
         "warnings": warnings,
         "devices": dict(Counter(n.part for n in fabric.nodes.values())),
@@ -98,7 +98,11 @@ def _capacity_graph(fabric: Fabric) -> nx.DiGraph:
 
 
 def _max_flow(graph: nx.DiGraph, sources: list[str], sinks: list[str]) -> float:
+    """Max flow from ``sources`` to ``sinks``; GPUs never relay (as in routing), so sending GPUs
+    lose their inbound edges and receiving GPUs their outbound ones."""
     g = graph.copy()
+    g.remove_edges_from([e for s in sources for e in list(g.in_edges(s))])
+    g.remove_edges_from([e for t in sinks for e in list(g.out_edges(t))])
     g.add_edges_from((("__src__", s) for s in sources))  # no capacity attribute: unbounded
     g.add_edges_from(((t, "__dst__") for t in sinks))
     return nx.maximum_flow_value(g, "__src__", "__dst__")

@@ -29,8 +29,9 @@ Route = tuple[int, ...]
 
 
 def _parallel(fabric: Fabric, u: str, v: str, allowed: frozenset[str] | None = None) -> list[int]:
-    edges = fabric.graph[u][v]
-    return sorted(k for k, d in edges.items() if allowed is None or d["ch"].fabric in allowed)
+    if allowed is None:
+        return sorted(fabric.graph[u][v])
+    return sorted(k for k in fabric.graph[u][v] if fabric.channels[k].fabric in allowed)
 
 
 def equal_cost_routes(fabric: Fabric, src: str, dst: str) -> tuple[Route, ...]:
@@ -66,13 +67,28 @@ def _routes_over(fabric: Fabric, src: str, dst: str, allowed: frozenset[str] | N
     return tuple(routes)
 
 
+def _restricted_graph(fabric: Fabric, allowed: frozenset[str]) -> nx.MultiDiGraph:
+    """The fabric's graph with only channels of ``allowed`` fabrics; built once per fabric (cached
+    in ``route_cache`` under ``(None, allowed)``, a key no node pair can take)."""
+    key = (None, allowed)
+    graph = fabric.route_cache.get(key)
+    if graph is None:
+        if all(ch.fabric in allowed for ch in fabric.channels):
+            graph = fabric.graph
+        else:
+            graph = nx.MultiDiGraph()
+            graph.add_nodes_from(fabric.graph.nodes)
+            graph.add_edges_from((ch.src, ch.dst, ch.id) for ch in fabric.channels if ch.fabric in allowed)
+        fabric.route_cache[key] = graph
+    return graph
+
+
 def _shortest_node_paths(fabric: Fabric, src: str, dst: str,
                          allowed: frozenset[str] | None = None) -> list[list[str]]:
     """Shortest-hop node paths whose interior avoids endpoints, at most MAX_NODE_PATHS, sorted."""
     graph, nodes = fabric.graph, fabric.nodes
     if allowed is not None:
-        full = graph
-        graph = nx.subgraph_view(full, filter_edge=lambda u, v, k: full[u][v][k]["ch"].fabric in allowed)
+        graph = _restricted_graph(fabric, allowed)
 
     def transit(n: str) -> bool:
         return nodes[n].kind not in _ENDPOINT_KINDS
