@@ -21,26 +21,34 @@ OPS = frozenset({"all_reduce", "reduce_scatter", "all_gather"})
 def planes(spec: CollectiveSpec) -> dict[str, dict[str, float]]:
     """GPU -> {reduction switch: fraction of the GPU's links to reduction switches}."""
     fabric, out = spec.fabric, {}
+    reason = applicable(fabric, spec.gpus)
+    if reason:
+        raise InputError(f"nvls impossible on {fabric.name}: {reason}", field="algo")
     for g in spec.gpus:
         links: dict[str, int] = {}
         for ch in fabric.out_channels(g):
             node = fabric.nodes[ch.dst]
             if node.kind == "switch" and node.reduction:
                 links[ch.dst] = links.get(ch.dst, 0) + 1
-        if not links:
-            raise InputError(f"nvls needs every GPU attached to a switch with in-switch reduction; "
-                             f"{g} of {fabric.name} is not", field="algo")
         total = sum(links.values())
         out[g] = {s: k / total for s, k in sorted(links.items())}
     return out
 
 
+def _reduction_switches(fabric, gpu: str) -> frozenset[str]:
+    return frozenset(c.dst for c in fabric.out_channels(gpu)
+                     if fabric.nodes[c.dst].kind == "switch" and fabric.nodes[c.dst].reduction)
+
+
 def applicable(fabric, gpus) -> str | None:
-    """None if NVLS can run on these GPUs, else the reason."""
+    """None if NVLS can run on these GPUs (all on the same reduction-capable switches), else why."""
+    first = _reduction_switches(fabric, gpus[0])
     for g in gpus:
-        if not any(fabric.nodes[c.dst].kind == "switch" and fabric.nodes[c.dst].reduction
-                   for c in fabric.out_channels(g)):
+        mine = _reduction_switches(fabric, g)
+        if not mine:
             return f"{g} has no link to a reduction-capable switch"
+        if mine != first:
+            return "the GPUs span several NVLink domains (use hierarchical)"
     return None
 
 

@@ -28,23 +28,37 @@ def predict_s(fabric: Fabric, workload: Workload) -> float:
         if t.deps:
             depth[t.id] = 1 + max(depth[d] for d in t.deps)
     load: dict[int, np.ndarray] = defaultdict(lambda: np.zeros(len(fabric.channels)))
-    routes_of = {}
+    spread: dict[tuple, tuple[np.ndarray, np.ndarray, float]] = {}
+    latency = np.zeros(len(ts))
     for t in ts:
         if t.bytes == 0:
             continue
-        routes = t.paths if t.paths is not None else equal_cost_routes(fabric, t.src, t.dst)
-        rates = np.array([route_rate_Bps(fabric, r) for r in routes])
-        routes_of[t.id] = routes
-        for r, share in zip(routes, rates / rates.sum()):
-            load[int(depth[t.id])][list(r)] += t.bytes * share
+        key = (t.src, t.dst, t.paths)
+        if key not in spread:
+            spread[key] = _spread(fabric, t.paths if t.paths is not None else equal_cost_routes(fabric, t.src, t.dst))
+        channels, share, latency[t.id] = spread[key]
+        np.add.at(load[int(depth[t.id])], channels, t.bytes * share)
     capacity = np.array([c.rate_Bps for c in fabric.channels])
     phase_beta = {d: float(np.max(v / capacity)) for d, v in load.items()}
     finish = np.zeros(len(ts))
     for t in ts:
         ready = max((finish[d] for d in t.deps), default=0.0)
-        lat = max((route_latency_s(fabric, r) for r in routes_of.get(t.id, ((),))), default=0.0)
-        finish[t.id] = ready + t.delay_s + lat + phase_beta.get(int(depth[t.id]), 0.0)
+        finish[t.id] = ready + t.delay_s + latency[t.id] + phase_beta.get(int(depth[t.id]), 0.0)
     return float(finish.max()) if len(ts) else 0.0
+
+
+def _spread(fabric: Fabric, routes) -> tuple[np.ndarray, np.ndarray, float]:
+    """Channels a transfer crosses, the share of its bytes on each, its route latency."""
+    rates = np.array([route_rate_Bps(fabric, r) for r in routes])
+    shares = rates / rates.sum()
+    channels = np.array([c for r in routes for c in r], dtype=np.int64)
+    per_channel = np.concatenate([np.full(len(r), s) for r, s in zip(routes, shares)]) if len(channels) else np.zeros(0)
+    return channels, per_channel, max((route_latency_s(fabric, r) for r in routes), default=0.0)
+
+
+DIRECT_MAX_RANKS = 16
+"""The tuner considers one-shot (direct) collectives up to this many ranks (assumption: one-shot
+kernels serve small TP groups; beyond, n(n-1) messages are never competitive)."""
 
 
 def choose(fabric: Fabric, gpus: tuple[str, ...], op: str, nbytes: int, algo: str, protocol: str,
@@ -59,6 +73,8 @@ def choose(fabric: Fabric, gpus: tuple[str, ...], op: str, nbytes: int, algo: st
     for a in algos:
         for p in protos:
             if why_not(fabric, gpus, op, a, p, table):
+                continue
+            if a == "direct" and len(gpus) > DIRECT_MAX_RANKS and op not in ("alltoall", "sendrecv"):
                 continue
             t = predict_s(fabric, build_collective(fabric, gpus, op, nbytes, a, p, table=table))
             if best is None or t < best[0]:
