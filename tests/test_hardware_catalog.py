@@ -120,6 +120,14 @@ def test_extra_parts_file_adds_a_part_with_units(tmp_path):
          lane: pam9
      """, 3, "links.l2.lane", "unknown SerDes lane 'pam9'"),
     ("""\
+     devices:
+       sw9:
+         kind: switch
+         ports: {nvlink: 8}
+         generations: {nvlink: nvlink9}
+         sources: {ports: "assumption: test"}
+     """, 5, "devices.sw9.generations.nvlink", "unknown link generation 'nvlink9'"),
+    ("""\
      widgets: {}
      """, 1, "widgets", "unknown section"),
     ("""\
@@ -157,3 +165,17 @@ def test_a_pcie_name_collides_with_a_link_name(tmp_path):
 def test_missing_parts_file(tmp_path):
     with pytest.raises(InputError, match="cannot read parts file"):
         load_catalog([tmp_path / "nope.yaml"])
+
+
+def test_unpublished_figures_are_labelled_assumptions():
+    """A source that admits a guess must say so up front, so audits can grep 'assumption:'."""
+    labelled = 0
+    for section, name, part in CAT.parts():
+        for path, sub in part.walk(f"{section}.{name}"):
+            for field, text in sub.sources.items():
+                low = text.lower()
+                assert len(text) >= 10, (path, field)
+                if "unpublished" in low or "guess" in low:
+                    assert low.startswith("assumption:"), (path, field, text)
+                labelled += low.startswith("assumption:")
+    assert labelled > 20

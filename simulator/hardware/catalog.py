@@ -170,17 +170,12 @@ class _Loader:
 
     def _check_references(self, parts: dict[str, dict[str, Part]]) -> None:
         link_names = set(parts["links"]) | set(parts["pcie"])
-        for name, dev in parts["devices"].items():
-            refs = dict(dev.generations)  # type: ignore[attr-defined]
-            gpu = dev.gpu  # type: ignore[attr-defined]
-            if gpu is not None:
-                refs.update({"gpu.nvlink": gpu.nvlink, "gpu.pcie": gpu.pcie} if gpu.nvlink
-                            else {"gpu.pcie": gpu.pcie})
-            for field, gen in refs.items():
+        for name, dev in parts["devices"].items():  # a gpu's own section must agree (DevicePart)
+            for fabric, gen in dev.generations.items():  # type: ignore[attr-defined]
                 if gen not in link_names:
-                    doc = self.raw["devices"][name][0]
-                    keys = ["devices", name, *field.split(".")] if "." in field else ["devices", name, "generations", field]
-                    raise doc.error(keys, f"unknown link generation {gen!r}; known: {_choices(link_names)}")
+                    raise self.raw["devices"][name][0].error(
+                        ["devices", name, "generations", fabric],
+                        f"unknown link generation {gen!r}; known: {_choices(link_names)}")
         for name, ret in parts["retimers"].items():
             if ret.generation not in parts["pcie"]:  # type: ignore[attr-defined]
                 doc = self.raw["retimers"][name][0]
