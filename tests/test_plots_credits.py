@@ -4,6 +4,7 @@ import numpy as np
 import pytest
 
 from simulator.reports.plots import build_credit_timeseries, credit_timeseries
+from simulator.reports.plots.credit_recorder import CreditRecorder, merge_step_series
 
 BUFFER = 32
 
@@ -51,3 +52,27 @@ def test_mismatched_or_unordered_samples_are_refused():
         build_credit_timeseries([1, 0], [0, 0], [0, 0], BUFFER)
     with pytest.raises(ValueError, match="non-empty"):
         build_credit_timeseries([], [], [], BUFFER)
+
+
+def test_merge_holds_each_series_until_it_changes():
+    t, a, b = merge_step_series([(0.0, 0), (3.0, 2), (1.0, 5)], [(0.0, 0), (2.0, 7)])
+    np.testing.assert_array_equal(t, [0, 1, 2, 3])
+    np.testing.assert_array_equal(a, [0, 5, 5, 2])
+    np.testing.assert_array_equal(b, [0, 0, 7, 7])
+
+
+def test_recorder_fed_by_the_packet_engine_stays_within_the_buffer(tmp_path):
+    from simulator.engine.packet import run_packet
+    from simulator.engine.transfer import Transfer, Workload
+    from simulator.topology import synthetic
+
+    # 8 KiB buffer against a 50 GB/s x 2 x 200 ns = 20 kB credit loop: the buffer limits, so it fills
+    credit = synthetic.default_credit(buffer_bytes=8192, credit_bytes=256)
+    fabric = synthetic.single_link(latency_s=200e-9, credit=credit)
+    recorder = CreditRecorder(fabric.channels[0])
+    run_packet(fabric, Workload("one", (Transfer(0, "gpu0", "gpu1", 200_000),)), observer=recorder)
+    t, in_use, depth = recorder.series()
+    assert recorder.buffer_credits == 32
+    assert in_use.min() >= 0 and in_use.max() == 32
+    assert np.all(np.diff(t) > 0) and depth.min() >= 0
+    assert credit_timeseries(t, in_use, depth, 32, tmp_path / "c.png").stat().st_size > 5_000

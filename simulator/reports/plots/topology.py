@@ -36,6 +36,8 @@ MAX_NODE_LABELS = 24
 ARC_POINTS = 24
 ARC_RISE = 0.35
 """Height (in tier spacings) of the arc joining two far-apart devices of one tier."""
+LABEL_CHARS_FLAT = 48
+"""Device labels of one tier are written horizontally only if they total at most this many characters."""
 GROUP_GAP = 0.6
 """Empty slots between two groups in a tier (in device widths)."""
 
@@ -96,7 +98,7 @@ def _path(a: tuple[float, float], b: tuple[float, float]) -> np.ndarray:
 
 
 def _tier_name(t: int) -> str:
-    return TIER_NAMES.get(t, f"network switches, hop {t - NETWORK_LEAF_TIER}")
+    return TIER_NAMES.get(t, f"network switches, {t - NETWORK_LEAF_TIER} hop(s) above leaf")
 
 
 def _draw_groups(ax, fabric: Fabric, names: list[str], pos, y: float, label_groups: bool) -> None:
@@ -141,7 +143,7 @@ def build_topology_drawing(fabric: Fabric, title: str = "") -> Figure:
             for name in names:
                 ax.text(pos[name][0], y + (0.17 if t == max(by_tier) else -0.17), name, ha="center",
                         va="bottom" if t == max(by_tier) else "top", fontsize=6.5,
-                        rotation=90 if len(names) > 8 else 0)
+                        rotation=90 if sum(len(name) for name in names) > LABEL_CHARS_FLAT else 0)
     legend = {}
     for e in links:
         label = f"{e.generation} x{e.links}: {e.rate_Bps / GB:.4g} GB/s per direction"
@@ -151,7 +153,8 @@ def build_topology_drawing(fabric: Fabric, title: str = "") -> Figure:
               fontsize="small", title="line rate (1 GB = 1e9 B)", title_fontsize="small")
     ax.set_xlim(-0.02, 1.02)
     lowest = by_tier[min(by_tier)]
-    ax.set_ylim(-0.8 if len(lowest) > 8 else -0.45, len(by_tier) - 0.45)
+    rotated = len(lowest) > MAX_NODE_LABELS or sum(len(name) for name in lowest) > LABEL_CHARS_FLAT
+    ax.set_ylim(-0.8 if rotated else -0.45, len(by_tier) - 0.45)
     ax.set_yticks([level[t] for t in by_tier], [_tier_name(t) for t in by_tier])
     ax.set_xticks([])
     for side in ("top", "right", "bottom", "left"):
