@@ -258,7 +258,7 @@ def _channels(index: int, link: _Link, devices: dict[str, _Device], first_id: in
         for end in (src, dst):
             key = SERDES_KEY[devices[end].part.kind]
             energy[key] = energy.get(key, 0.0) + gen.serdes_pJ_per_bit * overhead
-        if link.retimer is not None:
+        if link.retimer is not None and link.retimer.pJ_per_bit:
             energy["retimer"] = spec.retimers * link.retimer.pJ_per_bit * overhead
         if cable.pJ_per_bit:
             energy["optics" if cable.kind == "optical" else "cable"] = cable.pJ_per_bit * overhead

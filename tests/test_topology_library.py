@@ -1,0 +1,108 @@
+"""Every shipped topology: counts, per-GPU bandwidth, bisection and power from first principles.
+
+Expected figures are written as the arithmetic that produces them (lanes x rate / 8, links x
+pairs x 2 directions), from the sourced hardware figures in ``/work/shared/datasheet.md``.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from simulator.hardware.catalog import load_catalog
+from simulator.topology.builder import build_fabric
+from simulator.topology.describe import describe
+
+TOPOLOGIES = Path(__file__).resolve().parents[1] / "topologies"
+
+NVLINK3 = 4 * 50e9 / 8 / 1e9       # GB/s per direction per link: 4 pairs x 50 Gb/s NRZ
+NVLINK4 = 2 * 100e9 / 8 / 1e9      # 2 pairs x 100 Gb/s PAM4
+NVLINK5 = 2 * 200e9 / 8 / 1e9      # 2 pairs x 200 Gb/s PAM4
+PCIE4_X16 = 16 * 16e9 * 128 / 130 / 8 / 1e9
+PCIE5_X16 = 16 * 32e9 * 128 / 130 / 8 / 1e9
+NDR = 4 * 100e9 / 8 / 1e9          # 400G InfiniBand: 4 pairs x 100 Gb/s after FEC
+
+HGX_LINKS = 8 * 18 + 8 + 4         # NVLink + GPU-to-PCIe-switch + PCIe-switch-to-CPU
+HGX_PAIRS = 8 * 18 * 2 * 2 + 12 * 16 * 2
+
+# file: gpus, switch chips, links, lane pairs, {fabric: per-GPU GB/s per direction}, bisection per direction
+EXPECTED = {
+    "gb200_nvl72": (72, 18, 72 * 18, 72 * 18 * 2 * 2, {"nvlink": 18 * NVLINK5}, 36 * 18 * NVLINK5),
+    "gb200_nvl72_optical": (72, 18, 72 * 18, 72 * 18 * 2 * 2, {"nvlink": 18 * NVLINK5}, 36 * 18 * NVLINK5),
+    "hgx_h100": (8, 4, HGX_LINKS, HGX_PAIRS, {"nvlink": 18 * NVLINK4, "pcie": PCIE5_X16}, 4 * 18 * NVLINK4),
+    "hgx_h200": (8, 4, HGX_LINKS, HGX_PAIRS, {"nvlink": 18 * NVLINK4, "pcie": PCIE5_X16}, 4 * 18 * NVLINK4),
+    "dgx_a100": (8, 6, 8 * 12 + 12, 8 * 12 * 4 * 2 + 12 * 16 * 2, {"nvlink": 12 * NVLINK3, "pcie": PCIE4_X16},
+                 4 * 12 * NVLINK3),
+    # 9 HGX nodes + 8 NICs each on PCIe, 72 NIC-to-leaf links + 8 leaves x 3 spines x 3 links
+    "hopper_ib_rack": (72, 9 * 4 + 8 + 3, 9 * (HGX_LINKS + 8) + 72 + 72,
+                       9 * (HGX_PAIRS + 8 * 16 * 2) + 144 * 4 * 2,
+                       {"nvlink": 18 * NVLINK4, "pcie": PCIE5_X16, "network": NDR},
+                       # halves split node 4: 4 GPUs' NVLink across, plus 36 NICs' worth of network
+                       4 * 18 * NVLINK4 + 36 * NDR),
+    "pcie_server": (8, 0, 8 + 4, 12 * 16 * 2, {"pcie": PCIE5_X16}, 2 * PCIE5_X16),
+    "teaching": (2, 0, 1, 4, {"nvlink": NVLINK4}, NVLINK4),
+}
+
+
+def test_every_shipped_topology_is_covered() -> None:
+    assert {p.stem for p in TOPOLOGIES.glob("*.yaml")} == set(EXPECTED)
+
+
+@pytest.fixture(scope="module")
+def summaries() -> dict[str, dict]:
+    return {name: describe(build_fabric(TOPOLOGIES / f"{name}.yaml")) for name in EXPECTED}
+
+
+@pytest.mark.parametrize("name", sorted(EXPECTED))
+def test_counts_and_bandwidth(name: str, summaries: dict[str, dict]) -> None:
+    gpus, switches, links, pairs, per_gpu, bisection = EXPECTED[name]
+    s = summaries[name]
+    assert (s["gpus"], s["switch_chips"], s["links"], s["lane_pairs"]) == (gpus, switches, links, pairs)
+    assert set(s["per_gpu_GBps"]) == set(per_gpu)
+    for fabric, gbps in per_gpu.items():
+        assert s["per_gpu_GBps"][fabric]["per_direction"] == pytest.approx(gbps, rel=1e-6)
+        assert s["per_gpu_GBps"][fabric]["bidirectional"] == pytest.approx(2 * gbps, rel=1e-6)
+    assert s["bisection_GBps"]["per_direction"] == pytest.approx(bisection, rel=1e-6)
+    assert s["bisection_GBps"]["bidirectional"] == pytest.approx(2 * bisection, rel=1e-6)
+    assert s["power_W"]["total"] == pytest.approx(sum(v for k, v in s["power_W"].items() if k != "total"))
+
+
+def test_issue_headline_figures(summaries: dict[str, dict]) -> None:
+    nvl = summaries["gb200_nvl72"]
+    assert (nvl["gpus"], nvl["switch_chips"], nvl["links"], nvl["lane_pairs"]) == (72, 18, 1296, 5184)
+    assert nvl["per_gpu_GBps"]["nvlink"]["per_direction"] == pytest.approx(900)
+    assert summaries["hgx_h100"]["per_gpu_GBps"]["nvlink"]["per_direction"] == pytest.approx(450)
+    assert summaries["dgx_a100"]["per_gpu_GBps"]["nvlink"]["per_direction"] == pytest.approx(300)
+
+
+def test_switch_power_is_chip_count_times_part_power(summaries: dict[str, dict]) -> None:
+    catalog = load_catalog()
+    nvl = summaries["gb200_nvl72"]["power_W"]
+    assert nvl["switch_chips"] == pytest.approx(18 * catalog.device("nvswitch4").static_power_W)
+    rack = summaries["hopper_ib_rack"]["power_W"]
+    assert rack["nics"] == pytest.approx(72 * catalog.device("cx7").static_power_W)
+    assert rack["switch_chips"] == pytest.approx(36 * catalog.device("nvswitch3").static_power_W
+                                                 + 11 * catalog.device("ib_switch_ndr").static_power_W)
+    retimer = catalog.retimer("pcie5_retimer").power_W
+    assert summaries["pcie_server"]["power_W"]["retimers"] == pytest.approx(12 * retimer)
+
+
+def test_optical_spine_costs_the_published_twenty_kilowatts(summaries: dict[str, dict]) -> None:
+    """GTC 2024: optics for the NVL72 spine "would have cost ... 20 kilowatts of just transceivers"."""
+    copper, optical = summaries["gb200_nvl72"], summaries["gb200_nvl72_optical"]
+    assert copper["cables"] == {"copper_passive": 1296} and optical["cables"] == {"optical": 1296}
+    assert copper["power_W"].get("passive_copper", 0.0) < 100
+    assert 15_000 < optical["power_W"]["optics"] < 25_000
+    assert optical["power_W"]["switch_chips"] == copper["power_W"]["switch_chips"]
+
+
+def test_hopper_rack_optics_on_every_network_link(summaries: dict[str, dict]) -> None:
+    s = summaries["hopper_ib_rack"]
+    assert s["cables"] == {"optical": 72 + 72}
+    assert s["devices"]["cx7"] == 72 and s["devices"]["ib_switch_ndr"] == 11
+
+
+def test_teaching_warns_about_idle_nvlink_ports(summaries: dict[str, dict]) -> None:
+    assert any("1 of 18" in w for w in summaries["teaching"]["warnings"])
+    assert summaries["gb200_nvl72"]["warnings"] == []
