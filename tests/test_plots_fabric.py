@@ -1,6 +1,5 @@
 """Plots drawn from a fabric: utilization heatmap and tiered topology drawing, up to NVL72 size."""
 
-from dataclasses import replace
 from pathlib import Path
 
 import numpy as np

@@ -21,7 +21,7 @@ from matplotlib.patches import Rectangle
 
 from simulator.reports.plots._figure import new_figure, save_png
 from simulator.reports.plots._tiers import NETWORK_LEAF_TIER, NVLINK_SWITCH_TIER, sort_key, tiers
-from simulator.topology.fabric import Fabric
+from simulator.topology.fabric import Channel, Fabric
 
 GB = 1e9
 FABRIC_COLOURS = {"nvlink": "#5f9e00", "pcie": "#e07b00", "network": "#1f5fbf"}
@@ -57,10 +57,10 @@ class Edge:
 
 def edges(fabric: Fabric) -> list[Edge]:
     """One :class:`Edge` per linked device pair, in a stable order."""
-    first_direction: dict[int, object] = {}
+    first_direction: dict[int, Channel] = {}
     for ch in fabric.channels:
         first_direction.setdefault(ch.link, ch)
-    grouped: dict[tuple[str, str], list] = defaultdict(list)
+    grouped: dict[tuple[str, str], list[Channel]] = defaultdict(list)
     for ch in first_direction.values():
         grouped[tuple(sorted((ch.src, ch.dst)))].append(ch)
     return [Edge(a, b, len(chs), sum(c.line_rate_Bps for c in chs), chs[0].fabric, chs[0].generation)
