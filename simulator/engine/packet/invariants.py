@@ -19,6 +19,11 @@ def check_invariants(net, result) -> None:
         problems["bytes_conserved"] = (f"delivered {net.bytes_delivered} B of the workload's "
                                        f"{net.workload.total_bytes} B")
     bad = [(port, v) for port in net.ports for v in port.credits.violations]
+    if net.done:  # drained: every credit is back at its sender or held for a batch at the receiver
+        bad += [(port, f"vc{vc}: {used} credits in use after the run, {held} held for a batch")
+                for port in net.ports
+                for vc, (used, held) in enumerate(zip(port.credits.used, port.batcher.held))
+                if used != held]
     if bad:
         problems["credits_in_range"] = "; ".join(f"{p.name} {v}" for p, v in bad[:5]) + (
             f" (+{len(bad) - 5} more)" if len(bad) > 5 else "")

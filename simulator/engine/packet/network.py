@@ -309,8 +309,9 @@ class PacketNetwork:
         except EmptySchedule:
             pass
         now = env._now
-        for port in self.ports:  # close open credit stalls (only on a stuck run)
-            if port.stall_since >= 0:
+        for port in self.ports:
+            port._absorb(float("inf"))  # credit updates still on the wire: the counters must settle
+            if port.stall_since >= 0:  # close open credit stalls (only on a stuck run)
                 port.stall_s += now - port.stall_since
                 port.stall_since = -1.0
         result = self._result(time.perf_counter() - wall0)

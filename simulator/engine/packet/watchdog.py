@@ -42,10 +42,16 @@ class Watchdog:
     def _check(self, ev) -> None:
         net = self.net
         self.armed = False
-        if net.done or net.packets_injected == net.packets_delivered and not net.packets_held():
+        if net.done:
             return
+        held = net.packets_held()
+        idle = not net.env._queue  # nothing else scheduled: nothing can ever free a credit
+        if held and idle:
+            deadlock_report(net, net._result(0.0), reason="the event queue ran empty")
+        if idle or not held and net.packets_injected <= net.packets_delivered:
+            return  # sleep; the next transfer start re-arms
         hops = net.hops() + net.packets_delivered
-        if hops == self.last_hops:
+        if held and hops == self.last_hops:
             deadlock_report(net, net._result(0.0), reason=f"no packet moved for {self.interval_s:.3g} s")
         self.arm()
         self.last_hops = hops
