@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import heapq
 import math
+from heapq import heappush
 from typing import TYPE_CHECKING
 
 from simulator.engine.packet.credits import credits_for
@@ -139,7 +140,8 @@ class OutputPort:
 
     def credit_return(self, t_free: float, vc: int, k: int) -> None:
         """The receiver freed ``k`` credits of ``vc`` at ``t_free``: send them back (maybe batched)."""
-        k = self.batcher.free(vc, k)
+        if self.batcher.batch != 1:
+            k = self.batcher.free(vc, k)
         if k:
             t = t_free + self.ret_lag
             heapq.heappush(self.rets, (t, vc, k))
@@ -232,8 +234,7 @@ class OutputPort:
         r.pop()
         r.grants += 1
         self.credits.take(vc, k)
-        if self.blocked:
-            self.blocked = False
+        self.blocked = False
         if self.stall_since >= 0:
             self.stall_s += now - self.stall_since
             self.stall_since = -1.0
@@ -241,24 +242,25 @@ class OutputPort:
         p.hop = hop
         end = now + p.wire * self.spb
         route = p.route
+        net = self.net
         if hop == 0:
             p.t_inject = now
-            self.net.on_inject(p, now)
+            net.on_inject(p, now)
         else:
             p.queue_s += now - p.t_ready
             bound = p.t_tail + self.node_latency
             if end < bound:
                 end = bound  # cut-through cannot outrun the incoming tail
-            up = self.net.ports[route[hop - 1]]
+            up = net.ports[route[hop - 1]]
             w = p.wire
             up_vc = hop - 1 if hop - 1 < self.vc_max else self.vc_max
             up.credit_return(end, up_vc,
                              up.full_k if w == up.full_wire else credits_for(w, up.credit_bytes))
-            r.inbuf.xbar = now + (end - now) / self.speedup
             inbuf = r.inbuf
+            inbuf.xbar = now + (end - now) / self.speedup
             inbuf.held -= 1
-            if self.net.fifo_mode:
-                self.net.unstage(inbuf, p)
+            if net.fifo_mode:
+                net.unstage(inbuf, p)
         self.busy_until = end
         self.busy_s += end - now
         self.bytes += p.bytes
@@ -266,14 +268,15 @@ class OutputPort:
         t_tail = end + self.latency
         p.t_tail = t_tail
         env = self.env
+        # env.schedule(p, 1, at - now) inlined: this line runs once per packet-hop
         if hop == len(route) - 1:
-            p.callbacks = self.net.deliver_cbs
-            env.schedule(p, 1, t_tail - now)
+            p.callbacks = net.deliver_cbs
+            heappush(env._queue, (t_tail, 1, next(env._eid), p))
         else:
             ready = (now + self.latency if self.cut_through else t_tail) + self.next_latency
             p.t_ready = ready
-            p.callbacks = self.net.arrive_cbs
-            env.schedule(p, 1, ready - now)
+            p.callbacks = net.arrive_cbs
+            heappush(env._queue, (ready, 1, next(env._eid), p))
         obs = self.obs
         if obs is not None:
             obs.link_busy(self.cid, now, end, p)

@@ -1,0 +1,61 @@
+"""Packet-engine speed: packet-hops simulated per wall-clock second.
+
+An 8-hop chain (``synthetic.chain(8)``: gpu0 - 7 switches - gpu1) with credit flow control on
+(credits taken per packet, returned per packet after the credit delay), 200,000 packets of 4 KiB.
+Also times a 72-GPU ring all-reduce's worth of traffic (about 150 GB in 1 MiB packets over two hops,
+GPU -> switch -> GPU) as a sanity figure for real collectives. The last line is the figure CI reads:
+
+    packet_hops_per_s: N
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+
+from simulator.engine.packet import PacketConfig, run_packet
+from simulator.engine.transfer import Transfer, Workload
+from simulator.topology import synthetic
+
+HOPS = 8
+PACKET = 4096
+
+
+def chain_benchmark(packets: int) -> tuple[float, int]:
+    """Wall seconds and packet-hops for ``packets`` packets over an 8-hop credited chain."""
+    credit = synthetic.default_credit(buffer_bytes=64 * PACKET, credit_bytes=256, return_delay_s=20e-9)
+    fabric = synthetic.chain(HOPS, credit=credit, switch_latency_s=100e-9)
+    workload = Workload("chain", (Transfer(0, "gpu0", "gpu1", packets * PACKET),))
+    t0 = time.perf_counter()
+    res = run_packet(fabric, workload, PacketConfig(packet_bytes=PACKET))
+    wall = time.perf_counter() - t0
+    assert all(res.invariants.values()), res.invariants
+    return wall, packets * HOPS
+
+
+def allreduce_traffic_benchmark(n_gpus: int = 72, total_bytes: float = 150e9) -> tuple[float, float]:
+    """Wall seconds and simulated seconds for ``total_bytes`` of ring neighbour traffic on a star."""
+    fabric = synthetic.star(n_gpus, rate_Bps=900e9 / 2)
+    per = int(total_bytes / n_gpus)
+    workload = Workload("ring-allreduce-traffic", tuple(
+        Transfer(i, f"gpu{i}", f"gpu{(i + 1) % n_gpus}", per) for i in range(n_gpus)))
+    t0 = time.perf_counter()
+    res = run_packet(fabric, workload, PacketConfig(packet_bytes=1 << 20))
+    return time.perf_counter() - t0, res.makespan_s
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--packets", type=int, default=200_000)
+    parser.add_argument("--skip-allreduce", action="store_true")
+    args = parser.parse_args()
+    if not args.skip_allreduce:
+        wall, sim = allreduce_traffic_benchmark()
+        print(f"allreduce_150GB_1MiB_packets_wall_s: {wall:.2f} (simulated {sim * 1e3:.1f} ms)")
+    wall, hops = chain_benchmark(args.packets)
+    print(f"chain{HOPS}_packets: {args.packets}  wall_s: {wall:.2f}")
+    print(f"packet_hops_per_s: {hops / wall:.0f}")
+
+
+if __name__ == "__main__":
+    main()
