@@ -4,27 +4,23 @@ Steps: load the catalog (built-in parts plus the topology's own parts files), ex
 and devices into named nodes (GPU ranks in declaration order), expand each link spec through its
 pattern into physical links (checking generation, ports, retimers and cable reach), then emit two
 :class:`Channel` records per link and add up always-on power by component kind. Every error is an
-:class:`InputError` located at the YAML value that caused it.
+:class:`~simulator.errors.InputError` located at the YAML value that caused it.
 """
 
 from __future__ import annotations
 
-import logging
 from dataclasses import dataclass
 from pathlib import Path
 from types import MappingProxyType
-from typing import Any
+from typing import Any, Callable
 
-from simulator.errors import InputError
-from simulator.hardware.catalog import (Catalog, HardwareError, LinkGeneration, check_retimers,
-                                        load_catalog)
+from simulator.hardware.catalog import (CablePart, Catalog, DevicePart, HardwareError, LinkGeneration,
+                                        RetimerPart, check_retimers, load_catalog)
 from simulator.topology.fabric import Channel, CreditSpec, Fabric, Node
 from simulator.topology.loader import Path_, SourceMap
 from simulator.topology.patterns import pairs, select
 from simulator.topology.schema import DeviceSpec, LinkSpec, TopologyModel
 from simulator.topology.validate import load_topology
-
-log = logging.getLogger(__name__)
 
 SERDES_KEY = {"gpu": "gpu_serdes", "switch": "switch_serdes", "pcie_switch": "switch_serdes",
               "nic": "nic", "host": "host_serdes"}
@@ -39,8 +35,7 @@ CABLE_POWER_KEY = {"optical": "optics", "copper_active": "active_copper", "coppe
 @dataclass(frozen=True, slots=True)
 class _Device:
     name: str
-    part: Any
-    """The catalog ``DevicePart``."""
+    part: DevicePart
     group: str
     path: Path_
     """Where the device spec was written (for errors)."""
@@ -52,13 +47,14 @@ class _Link:
     b: str
     gen: LinkGeneration
     spec: LinkSpec
-    cable: Any
-    retimer: Any
+    cable: CablePart
+    retimer: RetimerPart | None
     path: Path_
+    """Where the link spec was written (for errors)."""
 
 
 def build_fabric(model_or_path: TopologyModel | str | Path) -> Fabric:
-    """Build the fabric of a topology model or file; raises :class:`InputError` on bad input."""
+    """Build the fabric of a topology model or file; raises ``InputError`` on bad input."""
     model = model_or_path if isinstance(model_or_path, TopologyModel) else load_topology(model_or_path)
     sources = model.sources or SourceMap(file=f"<topology {model.name}>")
     catalog = _catalog(model, sources)
@@ -75,7 +71,7 @@ def build_fabric(model_or_path: TopologyModel | str | Path) -> Fabric:
 def _catalog(model: TopologyModel, sources: SourceMap) -> Catalog:
     files = []
     for i, name in enumerate(model.parts):
-        file, line = sources.where(("parts", i))
+        file, _ = sources.where(("parts", i))
         path = Path(file).parent / name
         if not path.is_file():
             raise sources.error(("parts", i), f"{path}: no such parts file")
@@ -86,7 +82,7 @@ def _catalog(model: TopologyModel, sources: SourceMap) -> Catalog:
         raise sources.error(("parts",), str(err)) from None
 
 
-def _hw(sources: SourceMap, path: Path_, call, *args, **kwargs):  # noqa: ANN001, ANN202
+def _hw(sources: SourceMap, path: Path_, call: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
     """Run a catalog call; a HardwareError becomes an InputError at ``path``."""
     try:
         return call(*args, **kwargs)

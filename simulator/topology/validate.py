@@ -15,7 +15,7 @@ from typing import Any
 from pydantic import BaseModel, ValidationError
 
 from simulator.errors import InputError
-from simulator.topology.loader import Path_, SourceMap, format_path, load_yaml
+from simulator.topology.loader import Path_, SourceMap, load_yaml
 from simulator.topology.schema import TopologyModel
 
 
@@ -61,11 +61,11 @@ def _message(error: dict[str, Any], loc: Path_) -> str:
         return f"unknown key {loc[-1]!r}{hint}"
     if kind == "missing":
         return "required key is missing"
+    if kind in ("model_type", "dict_type", "model_attributes_type"):
+        return f"expected a mapping of keys, got {error.get('input')!r}"
     if kind == "value_error":
         text = text.removeprefix("Value error, ")
-    if kind in ("literal_error",):
-        return f"{text}, got {error.get('input')!r}"
-    if kind.endswith("_type") or kind.endswith("_parsing"):
+    if kind == "literal_error" or kind.endswith("_type") or kind.endswith("_parsing"):
         return f"{text}, got {error.get('input')!r}"
     return text
 
@@ -108,5 +108,3 @@ def _unwrap(tp: Any) -> Any:
         else:
             return tp
 
-
-__all__ = ["load_topology", "validate_topology", "format_path"]
