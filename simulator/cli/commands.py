@@ -1,5 +1,5 @@
 """The list of command modules; each defines ``register(app)``."""
 
-from simulator.cli import describe
+from simulator.cli import bench, describe
 
-MODULES = [describe]
+MODULES = [describe, bench]

@@ -1,0 +1,110 @@
+"""Message-size sweeps: build a collective or copy per size, simulate it, return nccl-tests rows.
+
+Shared by ``fabricsim bench``, ``compare`` and ``validate`` so all three measure the same way.
+Each row: ``bytes``, ``time_us``, ``algbw_GBps``, ``busbw_GBps`` (GB = 1e9 B) plus what the
+run chose and cost: ``algo``, ``protocol``, ``engine``, ``p99_latency_us`` (packet engine),
+``energy_J``, ``avg_power_W``, ``pJ_per_byte``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
+
+import numpy as np
+
+from simulator.engine.dispatch import simulate
+from simulator.engine.flow import FlowConfig
+from simulator.engine.packet import PacketConfig
+from simulator.engine.transfer import Workload
+from simulator.errors import InputError
+from simulator.metrics.collective_stats import row as nccl_row
+from simulator.metrics.energy import energy_report
+from simulator.topology.fabric import Fabric
+from simulator.units import UnitError, parse_size
+from simulator.workloads.collectives import OPS, build_collective
+from simulator.workloads.copies import COPIES, build_copy
+
+MAX_SIZES = 64
+
+
+def size_list(text: str, factor: int = 2) -> list[int]:
+    """``1K:8G`` (doubling, as nccl-tests -f 2), ``1M,64M,1G`` (a list) or one size, in bytes."""
+    try:
+        if ":" in text:
+            lo_text, hi_text = text.split(":", 1)
+            lo, hi = parse_size(lo_text), parse_size(hi_text)
+            if lo <= 0 or hi < lo:
+                raise InputError(f"size range {text!r} must go from a positive size up", field="sizes")
+            sizes = [lo]
+            while sizes[-1] * factor <= hi:
+                sizes.append(sizes[-1] * factor)
+        else:
+            sizes = [parse_size(part) for part in text.split(",")]
+    except UnitError as err:
+        raise InputError(str(err), field="sizes") from None
+    if len(sizes) > MAX_SIZES:
+        raise InputError(f"{len(sizes)} sizes is more than {MAX_SIZES}; use a larger step", field="sizes")
+    if any(s <= 0 for s in sizes):
+        raise InputError("sizes must be positive", field="sizes")
+    return sizes
+
+
+@dataclass(frozen=True, slots=True)
+class SweepSpec:
+    """What to measure: an operation on the first ``gpus`` GPUs of a topology, at each size."""
+
+    op: str
+    gpus: int
+    sizes: tuple[int, ...]
+    algo: str = "auto"
+    protocol: str = "auto"
+    engine: str = "auto"
+    packet_bytes: int | None = None
+    """Transfer unit of the packet engine; None: the engine's default."""
+    channels: int | None = None
+    seed: int = 0
+
+
+def select_gpus(fabric: Fabric, count: int) -> list[str]:
+    """The first ``count`` GPUs in rank order (nccl-tests -g N on one node, or the first N ranks)."""
+    if count < 1 or count > len(fabric.gpus):
+        raise InputError(f"{fabric.name} has {len(fabric.gpus)} GPUs, asked for {count}", field="gpus")
+    return fabric.gpus[:count]
+
+
+def build_workload(fabric: Fabric, spec: SweepSpec, nbytes: int) -> Workload:
+    """The collective or copy of ``spec`` at one size."""
+    gpus = select_gpus(fabric, spec.gpus)
+    if spec.op in COPIES:
+        return build_copy(fabric, spec.op, gpus, nbytes)
+    if spec.op not in OPS:
+        raise InputError(f"unknown operation {spec.op!r}; choose one of {', '.join(OPS + COPIES)}", field="op")
+    return build_collective(fabric, gpus, spec.op, nbytes, algo=spec.algo, protocol=spec.protocol,
+                            channels=spec.channels)
+
+
+def measure(fabric: Fabric, workload: Workload, spec: SweepSpec) -> dict:
+    """Simulate one workload and return its row."""
+    packet = PacketConfig(seed=spec.seed, **({"packet_bytes": spec.packet_bytes} if spec.packet_bytes else {}))
+    result = simulate(fabric, workload, engine=spec.engine, packet=packet, flow=FlowConfig())
+    energy = energy_report(fabric, result)
+    row = nccl_row(workload, result).as_dict()
+    latency = result.packet_latency_s
+    row.update(
+        algo=workload.meta.get("algo"), protocol=workload.meta.get("protocol"), engine=result.engine,
+        p99_latency_us=float(np.percentile(latency, 99) * 1e6) if len(latency) else None,
+        energy_J=energy.total_J, avg_power_W=energy.average_power_W,
+        pJ_per_byte=energy.pJ_per_byte if result.bytes_delivered else None,
+    )
+    return row
+
+
+def sweep(fabric: Fabric, spec: SweepSpec, on_row: Callable[[dict], None] | None = None) -> list[dict]:
+    """One row per size, in size order; ``on_row`` is called after each (progress bars)."""
+    rows = []
+    for nbytes in spec.sizes:
+        rows.append(measure(fabric, build_workload(fabric, spec, nbytes), spec))
+        if on_row:
+            on_row(rows[-1])
+    return rows
