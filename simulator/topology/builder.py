@@ -121,9 +121,13 @@ def _expand_devices(model: TopologyModel, catalog: Catalog, sources: SourceMap) 
 def _expand_links(model: TopologyModel, devices: dict[str, _Device], catalog: Catalog,
                   sources: SourceMap) -> list[_Link]:
     links: list[_Link] = []
+    members: dict[str, list[str]] = {}
+    for dev in devices.values():
+        if dev.group and dev.name.startswith(f"{dev.group}."):
+            members.setdefault(dev.group, []).append(dev.name.removeprefix(f"{dev.group}."))
     for e, enc in enumerate(model.enclosures):
         for instance in _names(enc.name, enc.count):
-            local = [n.removeprefix(f"{instance}.") for n in devices if n.startswith(f"{instance}.")]
+            local = members.get(instance, [])
             for k, spec in enumerate(enc.links):
                 links += _links_of(spec, ("enclosures", e, "links", k), local, f"{instance}.",
                                    devices, catalog, sources)
