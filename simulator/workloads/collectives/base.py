@@ -5,7 +5,8 @@ Granularity (the same physics at two resolutions):
   link for the whole message, with the pipeline's step latencies (k steps x (protocol hop latency
   + route latency) + base latency) put in ``delay_s``. Few transfers: n x channels for a ring.
 - ``chunked``: every step of every chunk is a transfer whose deps are the data it needs; at most
-  ``window`` chunks in flight per sender (NCCL_STEPS buffer slots). Many transfers.
+  ``window`` chunks in flight per sender (NCCL_STEPS buffer slots). Many transfers. The base
+  (launch) latency is paid once, by the first chunk.
 On a symmetric fabric both give k x latency + bytes_per_link / rate: every link carries the same
 bytes back to back in both (tests/test_workloads_granularity.py checks they agree within a few %).
 """

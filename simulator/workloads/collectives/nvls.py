@@ -86,13 +86,14 @@ def _chunked(dag, spec, sw, members, by_gpu, eff, shares, base) -> None:
     loops = n_chunks(max(by_gpu[g][sw] for g in members) * spec.nbytes, spec.chunk_bytes)
     prev: dict[tuple[int, str], int] = {}
     for loop in range(loops):
+        hop = (lambda g: spec.hop_s(g, sw)) if loop == 0 else (lambda g: 0.0)  # NVLS latency: per call
         first: dict[str, int] = {}
         if up_r:
             ups = {}
             for g in members:
                 deps = [prev[(loop - spec.window, g)]] if loop >= spec.window else []
                 piece = by_gpu[g][sw] * spec.nbytes / loops
-                ups[g] = dag.add(g, sw, spec.wire(piece * up_r, eff), deps, base + spec.hop_s(g, sw), None,
+                ups[g] = dag.add(g, sw, spec.wire(piece * up_r, eff), deps, (base if loop == 0 else 0.0) + hop(g), None,
                                  f"nvls.{sw}.l{loop}.reduce.up")
                 first[g] = ups[g]
             downs = {g: dag.add(sw, g, spec.wire(by_gpu[g][sw] * spec.nbytes / loops * down_r, eff),
@@ -107,7 +108,7 @@ def _chunked(dag, spec, sw, members, by_gpu, eff, shares, base) -> None:
                 else:
                     deps = [prev[(loop - spec.window, g)]] if loop >= spec.window else []
                 ups[g] = dag.add(g, sw, spec.wire(piece * up_m, eff), deps,
-                                 spec.hop_s(g, sw) + (0.0 if up_r else base), None, f"nvls.{sw}.l{loop}.mc.up")
+                                 hop(g) + (0.0 if up_r or loop else base), None, f"nvls.{sw}.l{loop}.mc.up")
                 first.setdefault(g, ups[g])
             for g in members:
                 dag.add(sw, g, spec.wire(by_gpu[g][sw] * spec.nbytes / loops * down_m, eff),

@@ -64,7 +64,7 @@ def _chunked(dag, spec, ring, steps, per_channel, after, tag, base_s, done) -> N
                     if loop >= spec.window:
                         deps.append(ids[(loop - spec.window, s, i)])
                     paths, hop = edge[i]
-                    ids[(loop, s, i)] = dag.add(src, dst, piece, deps, hop + (base_s if s == 0 else 0.0),
+                    ids[(loop, s, i)] = dag.add(src, dst, piece, deps, hop + (base_s if s == 0 and loop == 0 else 0.0),
                                                 paths, f"{tag}.ch{c}.l{loop}.s{s}.r{i}")
         for loop in range(loops):
             for i, src in enumerate(ring):
@@ -95,7 +95,7 @@ def chain_phase(dag: DagBuilder, spec: CollectiveSpec, chain: tuple[str, ...], d
                 if loop >= spec.window:
                     deps.append(ids[(loop - spec.window, i)])
                 ids[(loop, i)] = dag.add(src, dst, spec.wire(per_channel / loops), deps,
-                                         spec.hop_s(src, dst, "ring") + (base_s if i == 0 else 0.0),
+                                         spec.hop_s(src, dst, "ring") + (base_s if i == 0 and loop == 0 else 0.0),
                                          channel_paths(spec.fabric, src, dst, c, C), f"{tag}.ch{c}.l{loop}.h{i}")
 
 

@@ -55,7 +55,7 @@ def _chunked(dag, spec, parent, per_channel, c, base, tag) -> None:
             if loop >= spec.window:
                 deps.append(up[(loop - spec.window, v)])
             p = parent[v]
-            up[(loop, v)] = dag.add(v, p, piece, deps, spec.hop_s(v, p) + (base if v not in children else 0.0),
+            up[(loop, v)] = dag.add(v, p, piece, deps, spec.hop_s(v, p) + (base if v not in children and loop == 0 else 0.0),
                                     channel_paths(fabric, v, p, c, C), f"{tag}.l{loop}.up")
         for v in reversed(order):  # parents before children
             p = parent[v]
