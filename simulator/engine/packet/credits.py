@@ -57,6 +57,10 @@ class StaticCredits:
         """Credits the sender may still use, summed over VCs."""
         return sum(self.cap - u for u in self.used)
 
+    def max_take(self) -> int:
+        """Most credits one VC can ever hold at once."""
+        return self.cap
+
 
 class SharedCredits(StaticCredits):
     """Each VC owns ``vc_min`` credits; the rest of the buffer is a pool shared by all VCs."""
@@ -92,6 +96,9 @@ class SharedCredits(StaticCredits):
 
     def available(self) -> int:
         return self.total - sum(self.used)
+
+    def max_take(self) -> int:
+        return self.vc_min + self.pool
 
 
 CREDIT_POLICIES = {"static": StaticCredits, "shared": SharedCredits}

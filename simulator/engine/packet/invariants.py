@@ -77,7 +77,7 @@ class Faults:
             cid = p.route[-1]
             if cid == faults.extra_credit_channel and not done_extra:
                 done_extra.append(1)
-                net.ports[cid].credits.give(0, 1)
+                net.ports[cid].credits.give(0, 1)  # one credit nobody took
 
         net.arrive_cbs = (faulty_arrive,)
         net.deliver_cbs = (faulty_deliver,)

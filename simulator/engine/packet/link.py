@@ -48,7 +48,8 @@ def credit_loop_rtt_s(channel: Channel, packet_bytes: int, header_bytes: int = 0
 
     A buffer of W bytes therefore sustains at most W / RTT wire bytes per second, and the link
     throughput is min(rate, W / RTT) (``credit_limited_rate_Bps``). Exact when W holds a whole
-    number of packets and ``batch == 1``; batching withholds up to (batch - 1) credits.
+    number of packets and ``batch == 1``; batching withholds up to (batch - 1) credits. Packets
+    larger than W (coarse transfer units) are approximate, see ``OutputPort.release``.
     ``reverse_latency_s`` defaults to ``channel.latency_s`` (links are symmetric).
     """
     rate = serialization_rate_Bps(channel, header_bytes)
@@ -73,12 +74,13 @@ class OutputPort:
     """Sender side of one channel: requesters, arbiter, credit counter, serializer."""
 
     __slots__ = ("cid", "name", "net", "env", "spb", "latency", "node_latency", "next_latency",
-                 "credits", "batcher", "credit_bytes", "full_wire", "full_k", "ret_lag", "rets",
+                 "credits", "batcher", "credit_bytes", "full_wire", "full_k", "max_k", "max_bytes",
+                 "full_advance", "ret_lag", "rets",
                  "busy_until", "wake_at", "blocked", "stall_since", "stall_s", "busy_s", "bytes",
                  "sent", "reqs", "arbiter", "speedup", "cut_through", "vc_max", "obs")
 
     def __init__(self, net: "PacketNetwork", channel: Channel, *, spb: float, node_latency: float,
-                 next_latency: float, credits, batcher, ret_lag: float, full_wire: int, arbiter,
+                 next_latency: float, credits, batcher, ret_lag: float, full_wire: int, max_k: int, arbiter,
                  speedup: float, cut_through: bool, vc_max: int, obs) -> None:
         self.cid = channel.id
         self.name = f"{channel.src}->{channel.dst}#{channel.id}"
@@ -96,8 +98,14 @@ class OutputPort:
         """Receiver side of this channel's credits (batching of returns)."""
         self.credit_bytes = channel.credit.credit_bytes
         self.full_wire = full_wire
-        self.full_k = credits_for(full_wire, channel.credit.credit_bytes)
+        self.max_k = max_k
+        """Most credits one packet may take (a packet bigger than the buffer takes all of it)."""
+        self.full_k = min(credits_for(full_wire, channel.credit.credit_bytes), max_k)
         """Credits of a full packet (precomputed)."""
+        self.max_bytes = max_k * channel.credit.credit_bytes
+        """Usable buffer of one packet (bytes)."""
+        self.full_advance = max(0, full_wire - self.max_bytes) * spb
+        """Coarse mode: how much earlier a full packet's space frees than its tail leaves (s)."""
         self.ret_lag = ret_lag
         """Credit return delay + reverse propagation (s)."""
         self.rets: list[tuple[float, int, int]] = []
@@ -125,6 +133,11 @@ class OutputPort:
         self.reqs.append(req)
         self.reqs.sort(key=lambda r: r.rank)
 
+    def credits_of(self, wire_bytes: int) -> int:
+        """Credits a packet of ``wire_bytes`` takes on this channel (capped at ``max_k``)."""
+        k = credits_for(wire_bytes, self.credit_bytes)
+        return k if k < self.max_k else self.max_k
+
     # -- wake-ups -------------------------------------------------------------------------------
     def wake(self, t: float) -> None:
         """Make sure the port looks again at time ``t`` (one event, de-duplicated)."""
@@ -138,12 +151,28 @@ class OutputPort:
             self.wake_at = INF
         self.kick()
 
-    def credit_return(self, t_free: float, vc: int, k: int) -> None:
-        """The receiver freed ``k`` credits of ``vc`` at ``t_free``: send them back (maybe batched)."""
+    def release(self, t_free: float, vc: int, wire: int) -> None:
+        """The receiver frees the space of a ``wire``-byte packet of ``vc`` at ``t_free`` (its tail
+        left or was delivered): the credits go back after ``ret_lag`` (maybe batched).
+
+        Coarse mode (packet larger than the usable buffer): the unit streams through the buffer,
+        so the space its head needs again frees (wire - buffer) serialization times before its tail
+        leaves; the return is advanced by that much. This keeps large transfer units at line rate
+        when the buffer covers the credit loop (real NVLink/IB buffers do) and is optimistic by up
+        to wire/buffer when it does not: study credit loops with packets smaller than the buffer.
+        """
+        if wire == self.full_wire:
+            k, advance = self.full_k, self.full_advance
+        else:
+            k = self.credits_of(wire)
+            advance = (wire - self.max_bytes) * self.spb if wire > self.max_bytes else 0.0
         if self.batcher.batch != 1:
             k = self.batcher.free(vc, k)
         if k:
-            t = t_free + self.ret_lag
+            t = t_free - advance + self.ret_lag
+            now = self.env._now
+            if t < now:
+                t = now
             heapq.heappush(self.rets, (t, vc, k))
             if self.blocked:
                 self.wake(t)
@@ -178,7 +207,7 @@ class OutputPort:
                 self.wake(xbar)
                 return
             w = p.wire
-            k = self.full_k if w == self.full_wire else credits_for(w, self.credit_bytes)
+            k = self.full_k if w == self.full_wire else self.credits_of(w)
             vc = p.hop + 1
             if vc > vc_max:
                 vc = vc_max
@@ -200,7 +229,7 @@ class OutputPort:
                     xbar_next = xbar
                 continue
             w = p.wire
-            k = self.full_k if w == self.full_wire else credits_for(w, self.credit_bytes)
+            k = self.full_k if w == self.full_wire else self.credits_of(w)
             vc = p.hop + 1
             if vc > vc_max:
                 vc = vc_max
@@ -217,7 +246,7 @@ class OutputPort:
         r = cands[0] if len(cands) == 1 else self.arbiter.pick(cands)
         p = r.head
         w = p.wire
-        k = self.full_k if w == self.full_wire else credits_for(w, self.credit_bytes)
+        k = self.full_k if w == self.full_wire else self.credits_of(w)
         vc = p.hop + 1
         if vc > vc_max:
             vc = vc_max
@@ -254,8 +283,7 @@ class OutputPort:
             up = net.ports[route[hop - 1]]
             w = p.wire
             up_vc = hop - 1 if hop - 1 < self.vc_max else self.vc_max
-            up.credit_return(end, up_vc,
-                             up.full_k if w == up.full_wire else credits_for(w, up.credit_bytes))
+            up.release(end, up_vc, w)
             inbuf = r.inbuf
             inbuf.xbar = now + (end - now) / self.speedup
             inbuf.held -= 1
@@ -270,6 +298,9 @@ class OutputPort:
         env = self.env
         # env.schedule(p, 1, at - now) inlined: this line runs once per packet-hop
         if hop == len(route) - 1:
+            # the sink frees the space when the tail arrives; known now, so the credits are queued
+            # now (a coarse unit's return may precede its delivery, see ``release``)
+            self.release(t_tail, hop if hop < self.vc_max else self.vc_max, p.wire)
             p.callbacks = net.deliver_cbs
             heappush(env._queue, (t_tail, 1, next(env._eid), p))
         else:

@@ -46,6 +46,8 @@ class PacketNetwork:
         self.vcs = config.vcs
         self.fifo_mode = not config.voq
         self.done = False
+        self.coarse: list[str] = []
+        """Channels whose buffer is smaller than one packet (first one named; see the warning)."""
         self._build_channels()
         self._build_transfers()
         from simulator.engine.packet.watchdog import Watchdog
@@ -74,15 +76,19 @@ class PacketNetwork:
             vc_min = credits_for(cfg.vc_min_bytes or full_wire, spec.credit_bytes)
             counter = policy(total, cfg.vcs, vc_min)
             need = credits_for(full_wire, spec.credit_bytes)
-            per_vc = total // cfg.vcs if cfg.credit_policy == "static" else total
+            # with batched returns up to batch-1 credits stay at the receiver: a packet taking more
+            # than (largest VC share - (batch-1)) could wait forever
+            max_k = counter.max_take() - (spec.batch - 1)
             where = f"channel {ch.id} ({ch.src}->{ch.dst})"
-            if need > per_vc:
-                raise InputError(f"a {full_wire} B packet needs {need} credits but {where} offers "
-                                 f"{per_vc} per VC ({spec.buffer_bytes} B buffer, {cfg.vcs} VCs)",
-                                 field="packet.packet_bytes")
-            if spec.batch > per_vc:
-                raise InputError(f"{where}: credit batch {spec.batch} exceeds the {per_vc} credits "
-                                 f"per VC; credits could never return", field="credit.batch")
+            if max_k < 1:
+                raise InputError(f"{where}: credit batch {spec.batch} does not fit the "
+                                 f"{counter.max_take()} credits a VC may hold; credits could never "
+                                 f"return", field="credit.batch")
+            if need > max_k and not self.coarse:
+                self.coarse.append(where)
+                log.warning("%s: a %d B packet is larger than the usable buffer (%d credits of %d B); "
+                            "coarse mode: a packet takes the whole buffer and streams through it "
+                            "(see OutputPort.release); use smaller packets to study credit loops", where, full_wire, max_k, spec.credit_bytes)
             try:
                 back = fabric.reverse(ch).latency_s
             except KeyError:
@@ -94,7 +100,7 @@ class PacketNetwork:
                 self, ch, spb=1.0 / rate, node_latency=src_node.latency_s,
                 next_latency=dst_node.latency_s, credits=counter,
                 batcher=CreditBatcher(spec.batch, cfg.vcs), ret_lag=spec.return_delay_s + back,
-                full_wire=full_wire, arbiter=arb, speedup=cfg.speedup,
+                full_wire=full_wire, max_k=max_k, arbiter=arb, speedup=cfg.speedup,
                 cut_through=cfg.switching == "cut_through", vc_max=cfg.vcs - 1, obs=self.obs))
             name = ch.src if parallel[(ch.src, ch.dst)] == 1 else f"{ch.src}/ch{ch.id}"
             weight = cfg.arbiter_weights.get(ch.dst, {}).get(ch.src, 1)
@@ -200,15 +206,9 @@ class PacketNetwork:
             self.obs.queue(inbuf.cid, self.env._now, inbuf.held)
 
     def _deliver(self, p: Packet) -> None:
-        """``p``'s tail reached its destination: free its buffer space, account, maybe finish."""
+        """``p``'s tail reached its destination: account, maybe finish the transfer (its buffer space
+        was already queued for return by the sending port)."""
         now = self.env._now
-        route = p.route
-        hop = len(route) - 1
-        port = self.ports[route[hop]]
-        w = p.wire
-        vcs = self.vcs
-        port.credit_return(now, hop if hop < vcs else vcs - 1,
-                           port.full_k if w == port.full_wire else credits_for(w, port.credit_bytes))
         nbytes = p.bytes
         self.bytes_delivered += nbytes
         self.packets_delivered += 1
