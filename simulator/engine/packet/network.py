@@ -123,7 +123,7 @@ class PacketNetwork:
         base, total = [], 0
         for t in transfers:
             base.append(total)
-            total += -(-t.bytes // P)
+            total += -(-t.bytes // P) if t.src != t.dst else 0  # a local copy sends no packets
             if t.paths is not None:
                 self._check_paths(t)
         self.seq_base = base

@@ -89,6 +89,3 @@ class Injector:
         p = self.head
         self.head = self._make()
         return p
-
-    def __len__(self) -> int:
-        return sum(f.left for f in self.flows) + (self.head is not None)

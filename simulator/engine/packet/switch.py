@@ -44,6 +44,7 @@ class VirtualOutputQueue:
         return p
 
     def __len__(self) -> int:
+        """Packets queued."""
         return len(self.q)
 
 
@@ -64,12 +65,6 @@ class InputBuffer:
         self.weight = weight
         self.held = 0
         """Packets that arrived and have not started leaving (kept by the engine, O(1))."""
-
-    def waiting(self, voq: bool) -> int:
-        """Packets held in this buffer and not yet forwarded."""
-        if voq:
-            return sum(len(v) for v in self.voqs.values())
-        return sum(len(f) for f in self.fifos)
 
 
 class Endpoint:
