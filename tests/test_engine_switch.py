@@ -98,3 +98,14 @@ def test_speedup_creates_no_bandwidth():
     slow = run_packet(star, wl, PacketConfig(packet_bytes=PACKET, speedup=1.0)).makespan_s
     fast = run_packet(star, wl, PacketConfig(packet_bytes=PACKET, speedup=2.0)).makespan_s
     assert fast == pytest.approx(slow, rel=0.02) == pytest.approx(PACKET * 800 / 50e9, rel=0.02)
+
+
+def test_fifo_inputs_register_one_requester_per_input_and_output():
+    from simulator.engine.packet.network import PacketNetwork
+
+    fabric = synthetic.star(4)
+    wl = flows(("gpu0", "gpu1", PACKET * 50), ("gpu0", "gpu2", PACKET * 50), ("gpu3", "gpu1", PACKET * 50))
+    net = PacketNetwork(fabric, wl, PacketConfig(packet_bytes=PACKET, voq=False))
+    net.run()
+    egress = [p for p, ch in zip(net.ports, fabric.channels) if ch.src == "sw0"]
+    assert sorted(len(p.reqs) for p in egress) == [0, 0, 1, 2]

@@ -287,6 +287,8 @@ class OutputPort:
             inbuf = r.inbuf
             inbuf.xbar = now + (end - now) / self.speedup
             inbuf.held -= 1
+            if self.obs is not None:
+                self.obs.queue(inbuf.cid, now, inbuf.held)
             if net.fifo_mode:
                 net.unstage(inbuf, p)
         self.busy_until = end

@@ -15,11 +15,13 @@ from simpy.core import EmptySchedule
 
 from simulator.engine.packet.arbiters import make_arbiter
 from simulator.engine.packet.config import PacketConfig
+from simulator.engine.packet.invariants import check_invariants
 from simulator.engine.packet.credits import CREDIT_POLICIES, CreditBatcher, credits_for
 from simulator.engine.packet.link import OutputPort, serialization_rate_Bps
 from simulator.engine.packet.packet import Packet, Wake
 from simulator.engine.packet.source import Flow, Injector, split_packets
 from simulator.engine.packet.switch import InputBuffer, VirtualOutputQueue
+from simulator.engine.packet.watchdog import Watchdog, deadlock_report
 from simulator.engine.result import RunResult
 from simulator.engine.transfer import Workload
 from simulator.errors import InputError
@@ -50,7 +52,6 @@ class PacketNetwork:
         """Channels whose buffer is smaller than one packet (first one named; see the warning)."""
         self._build_channels()
         self._build_transfers()
-        from simulator.engine.packet.watchdog import Watchdog
 
         self.watchdog = Watchdog(self, config.watchdog_interval_s or self.auto_watchdog_interval_s())
         self.arrive_cbs = (self._arrive,)
@@ -199,11 +200,11 @@ class PacketNetwork:
             nxt = nxt_p.route[h]
             vc = h if h < vcs else vcs - 1
             key = nxt * vcs + vc
-            q = inbuf.voqs.get(key) or self._voq(inbuf, nxt, key)
+            q = inbuf.voqs.get(key)
+            if q is None:
+                q = self._voq(inbuf, nxt, key)
             q.push(nxt_p)
             self.ports[nxt].wake(self.env._now)
-        if self.obs is not None:
-            self.obs.queue(inbuf.cid, self.env._now, inbuf.held)
 
     def _deliver(self, p: Packet) -> None:
         """``p``'s tail reached its destination: account, maybe finish the transfer (its buffer space
@@ -290,9 +291,6 @@ class PacketNetwork:
 
     def run(self) -> RunResult:
         """Run to completion; raise ``SimulationError`` on deadlock or a broken invariant."""
-        from simulator.engine.packet.invariants import check_invariants
-        from simulator.engine.packet.watchdog import deadlock_report
-
         wall0 = time.perf_counter()
         if self.obs is not None:
             self.obs.run_started(self)
