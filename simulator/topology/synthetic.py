@@ -1,10 +1,13 @@
-"""Small hand-made fabrics for labs and tests: a single link, a chain, a star, a ring.
+"""Small hand-made fabrics for labs and tests: a single link, a chain, a star (uniform or with
+per-port latencies), a ring.
 
 They bypass YAML on purpose: the labs sweep one parameter at a time, and engine tests need
 fabrics whose every number is chosen by the test.
 """
 
 from __future__ import annotations
+
+from typing import Sequence
 
 from simulator.topology.fabric import Channel, CreditSpec, Fabric, Node
 
@@ -68,3 +71,18 @@ def ring(n: int, rate_Bps: float = 50e9, latency_s: float = 10e-9,
     edges = [(f"gpu{i}", f"sw{i}") for i in range(n)] + [(f"sw{i}", f"sw{(i + 1) % n}") for i in range(n)]
     return _assemble(f"ring-{n}", nodes, edges, rate_Bps, latency_s, credit or default_credit(),
                      "synthetic")
+
+
+def star_links(latencies_s: Sequence[float], rate_Bps: float = 50e9, switch_latency_s: float = 0.0,
+               credit: CreditSpec | None = None, generation: str = "synthetic") -> Fabric:
+    """GPUs ``gpu0..gpu{n-1}`` on one switch ``sw0``, GPU i's link with one-way latency
+    ``latencies_s[i]`` (s): a star whose ports differ in cable length, e.g. one GPU behind optics.
+    Every link has the same rate (B/s, per direction) and credit spec."""
+    n = len(latencies_s)
+    nodes = [Node(f"gpu{i}", "gpu", "synthetic", rank=i) for i in range(n)]
+    nodes.append(Node("sw0", "switch", "synthetic", latency_s=switch_latency_s))
+    channels: list[Channel] = []
+    for link, latency_s in enumerate(latencies_s):
+        channels += _link_pair(len(channels), link, f"gpu{link}", "sw0", rate_Bps, latency_s,
+                               credit or default_credit(), generation)
+    return Fabric.from_parts(f"star-links-{n}", nodes, channels)

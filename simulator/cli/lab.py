@@ -1,0 +1,164 @@
+"""``fabricsim lab credits|arbitration|hol``: the teaching labs on the packet engine.
+
+Each command hands plain arguments to a lab function (``simulator.workloads.labs``), then prints a
+rich table and a short explanation computed from the results, or the rows as JSON with ``--json``.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Annotated, Optional
+
+import typer
+from rich import box
+from rich.console import Console
+from rich.table import Table
+
+from simulator.errors import InputError
+
+lab_app = typer.Typer(help="Teaching labs: the credit loop, switch arbitration, head-of-line blocking.",
+                      no_args_is_help=True)
+
+JsonOpt = Annotated[bool, typer.Option("--json", help="Print the rows as JSON on stdout (nothing else).")]
+PlotOpt = Annotated[Optional[str], typer.Option(help="Write the lab's figure (PNG) here.")]
+CABLE_LABEL = {"copper_passive": "Cu", "copper_active": "ACC", "optical": "optic"}
+"""Short cable names for narrow tables (passive copper, active copper cable, optics)."""
+GenerationOpt = Annotated[str, typer.Option(help="Link generation from the hardware catalog.")]
+
+
+def register(app: typer.Typer) -> None:
+    app.add_typer(lab_app, name="lab")
+
+
+def _table(title: str, *columns: str) -> Table:
+    table = Table(title=title, title_justify="left", title_style="bold", box=box.SIMPLE_HEAD)
+    for i, col in enumerate(columns):
+        table.add_column(col, justify="left" if i == 0 else "right", no_wrap=i == 0)
+    return table
+
+
+def _buffers(text: str) -> list[int]:
+    from simulator.reports.sweeps import size_list
+
+    try:
+        return size_list(text)
+    except InputError as err:
+        raise InputError(err.message, field="buffers") from None
+
+
+def _lengths(text: str) -> list[float]:
+    try:
+        lengths = [float(part) for part in text.split(",")]
+    except ValueError:
+        raise InputError(f"cable lengths are metres separated by commas, got {text!r}", field="cables") from None
+    if any(m <= 0 for m in lengths):
+        raise InputError("cable lengths must be > 0 m", field="cables")
+    return lengths
+
+
+@lab_app.command()
+def credits(
+    generation: Annotated[Optional[list[str]], typer.Option(
+        help="Link generation(s) from the hardware catalog; repeat for several.")] = None,
+    buffers: Annotated[str, typer.Option(help="Receive buffers: 1K:64K (doubling) or a list 4K,32K.")] = "1K:64K",
+    cables: Annotated[str, typer.Option(help="Cable lengths in metres, comma-separated.")] = "0.5,1,2,5,10,30,100",
+    as_json: JsonOpt = False,
+    plot: PlotOpt = None,
+) -> None:
+    """One saturated link: simulated throughput beside min(line rate, buffer / credit RTT)."""
+    from simulator.workloads.labs.credits import DEFAULT_GENERATIONS, credit_sweep, explain_credits
+
+    rows = credit_sweep(tuple(generation or DEFAULT_GENERATIONS), _buffers(buffers), _lengths(cables))
+    if plot:
+        from simulator.reports.plots.lab_credits import lab_credits
+
+        lab_credits(rows, plot)
+    if as_json:
+        typer.echo(json.dumps(rows, indent=1))
+        return
+    console = Console()
+    for gen in dict.fromkeys(r["generation"] for r in rows):
+        mine = [r for r in rows if r["generation"] == gen]
+        table = _table(f"Credit lab, {gen}: one link, saturating traffic "
+                       f"(line {mine[0]['line_GBps']:.1f} GB/s, GB = 1e9 B, one direction)",
+                       "cable", "buffer", "RTT ns", "BDP KiB", "sim GB/s", "closed GB/s", "err %",
+                       "credit stall %")
+        for r in mine:
+            table.add_row(f"{r['cable_m']:g}m {CABLE_LABEL.get(r['cable'], r['cable'])}",
+                          f"{r['buffer_bytes'] / 1024:g}K", f"{r['rtt_ns']:.0f}", f"{r['bdp_bytes'] / 1024:.1f}",
+                          f"{r['simulated_GBps']:.2f}", f"{r['closed_form_GBps']:.2f}", f"{r['error_pct']:+.2f}",
+                          f"{r['credit_stall_pct']:.0f}")
+        console.print(table)
+    console.print(explain_credits(rows))
+
+
+@lab_app.command()
+def arbitration(
+    inputs: Annotated[int, typer.Option(help="Inputs contending for the one output.")] = 4,
+    generation: GenerationOpt = "nvlink5",
+    as_json: JsonOpt = False,
+    plot: PlotOpt = None,
+) -> None:
+    """N inputs saturate one output: each input's share, Jain index, starvation, per arbiter."""
+    from simulator.workloads.labs.arbitration import arbitration_lab, explain_arbitration
+
+    rows = arbitration_lab(n_inputs=inputs, generation=generation)
+    if plot:
+        from simulator.reports.plots.lab_arbitration import lab_arbitration
+
+        lab_arbitration(rows, plot)
+    if as_json:
+        typer.echo(json.dumps(rows, indent=1))
+        return
+    names = [x["input"] for x in rows[0]["inputs"]]
+    table = _table(f"Arbitration lab: {inputs} inputs -> one {generation} output "
+                   f"({rows[0]['line_GBps']:.1f} GB/s per direction); share of the output, %",
+                   "arbiter", "weights", *names, "Jain", "starved", "output GB/s")
+    for r in rows:
+        weights = "/".join(str(x["weight"]) for x in r["inputs"]) if any(x["weight"] != 1 for x in r["inputs"]) else "-"
+        table.add_row(r["arbiter"], weights, *(f"{100 * x['share']:.1f}" for x in r["inputs"]), f"{r['jain']:.3f}",
+                      ",".join(r["starved"]) or "-", f"{r['output_GBps']:.1f}")
+    console = Console()
+    console.print(table)
+    console.print(explain_arbitration(rows))
+
+
+@lab_app.command()
+def hol(
+    incast: Annotated[int, typer.Option(help="GPUs saturating the hot GPU.")] = 7,
+    hot_load: Annotated[float, typer.Option(help="Victim's hot traffic as a fraction of its fair share "
+                                                 "of the hot output.")] = 2 / 3,
+    speedup: Annotated[float, typer.Option(help="Crossbar speedup of the switch.")] = 2.0,
+    generation: GenerationOpt = "nvlink5",
+    seed: Annotated[int, typer.Option(help="Seed of the hot packets' random times.")] = 0,
+    as_json: JsonOpt = False,
+    plot: PlotOpt = None,
+) -> None:
+    """Head-of-line blocking with and without VOQs; static vs shared credit pools under incast."""
+    from simulator.workloads.labs.hol import explain_hol, hol_lab
+
+    result = hol_lab(n_incast=incast, hot_load=hot_load, generation=generation, speedup=speedup, seed=seed)
+    if plot:
+        from simulator.reports.plots.lab_hol import lab_hol
+
+        lab_hol(result, plot)
+    if as_json:
+        typer.echo(json.dumps(result, indent=1))
+        return
+    voq = _table("HOL lab, part 1: a victim input's free flow behind packets to a hot GPU "
+                 "(GB/s = 1e9 B/s, one direction)", "input queues", "speedup", "free flow GB/s",
+                 "% of what its link has left", "victim's hot GB/s", "incast GB/s")
+    for r in result["voq"]:
+        voq.add_row("VOQ" if r["voq"] else "FIFO", f"{r['speedup']:g}", f"{r['free_GBps']:.1f}",
+                    f"{r['free_pct_of_available']:.0f}", f"{r['hot_GBps']:.2f}", f"{r['incast_GBps']:.1f}")
+    first = result["pools"][0]
+    pools = _table(f"HOL lab, part 2: {first['n_senders']} GPUs incast over {first['cable_m']:g} m "
+                   f"{first['cable']}, {first['vcs']} VCs, {first['buffer_bytes'] // 1024} KiB buffer",
+                   "credit pool", "buffer for the busy VC", "simulated GB/s", "closed form GB/s", "error %")
+    for r in result["pools"]:
+        pools.add_row(r["policy"], f"{r['window_bytes'] / 1024:.2f} KiB", f"{r['sink_GBps']:.1f}",
+                      f"{r['closed_form_GBps']:.1f}", f"{r['error_pct']:+.2f}")
+    console = Console()
+    console.print(voq)
+    console.print(pools)
+    console.print(explain_hol(result))

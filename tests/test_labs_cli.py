@@ -1,0 +1,69 @@
+"""``fabricsim lab``: JSON rows on stdout, rich tables with an explanation, PNG figures, bad input."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+from simulator.reports.plots.lab_arbitration import build_lab_arbitration
+from simulator.reports.plots.lab_credits import build_lab_credits
+from simulator.reports.plots.lab_hol import build_lab_hol
+
+
+def _lab(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "simulator", "lab", *args], capture_output=True, text=True,
+                          timeout=120)
+
+
+def test_credits_json_is_a_list_of_rows(tmp_path):
+    png = tmp_path / "credits.png"
+    proc = _lab("credits", "--json", "--buffers", "2K,32K", "--cables", "1,30", "--generation", "nvlink4",
+                "--generation", "nvlink5", "--plot", str(png))
+    assert proc.returncode == 0, proc.stderr
+    rows = json.loads(proc.stdout)  # the whole stdout, nothing else
+    assert len(rows) == 8 and {r["generation"] for r in rows} == {"nvlink4", "nvlink5"}
+    assert {"buffer_bytes", "cable_m", "rtt_ns", "simulated_GBps", "closed_form_GBps"} <= set(rows[0])
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_credits_table_explains_what_it_shows():
+    proc = _lab("credits", "--buffers", "4K", "--cables", "1,100")
+    assert proc.returncode == 0, proc.stderr
+    assert "closed" in proc.stdout and "one direction" in proc.stdout
+    assert "rate x RTT" in proc.stdout and "credit-limited" in proc.stdout
+
+
+def test_bad_generation_is_one_line_and_exit_2():
+    proc = _lab("credits", "--generation", "nvlink9")
+    assert proc.returncode == 2
+    assert proc.stderr.strip().count("\n") == 0 and "generation: unknown link generation 'nvlink9'" in proc.stderr
+
+
+def test_bad_cable_length_is_exit_2():
+    proc = _lab("credits", "--cables", "1,far")
+    assert proc.returncode == 2 and "cables:" in proc.stderr
+
+
+def test_arbitration_and_hol_print_tables(tmp_path):
+    proc = _lab("arbitration", "--inputs", "3", "--plot", str(tmp_path / "arb.png"))
+    assert proc.returncode == 0, proc.stderr
+    assert "Jain" in proc.stdout and "starves" in proc.stdout and (tmp_path / "arb.png").is_file()
+    proc = _lab("hol", "--json")
+    assert proc.returncode == 0, proc.stderr
+    result = json.loads(proc.stdout)
+    assert [r["voq"] for r in result["voq"]] == [False, True]
+    assert [r["policy"] for r in result["pools"]] == ["static", "shared"]
+
+
+def test_lab_figures_draw_what_the_rows_hold():
+    rows = [{"generation": "nvlink5", "cable_m": m, "cable": "optical", "buffer_bytes": b, "line_GBps": 40.0,
+             "simulated_GBps": b / m / 1e3, "closed_form_GBps": b / m / 1e3} for m in (5.0, 50.0) for b in (1024, 2048)]
+    ax = build_lab_credits(rows).axes[0]
+    assert len(ax.lines) == 2 * 2 + 1  # simulated + closed form per cable, line-rate guide
+    arb = [{"arbiter": "round_robin", "jain": 1.0, "inputs": [{"input": f"in{i}", "weight": 1, "share": 0.5}
+                                                              for i in (1, 2)]}]
+    assert len(build_lab_arbitration(arb).axes[0].patches) == 2
+    voq = [{"voq": v, "speedup": 2.0, "free_GBps": f, "incast_GBps": 30.0, "hot_GBps": 2.0, "available_GBps": 38.0,
+            "line_GBps": 40.0, "n_incast": 3} for v, f in ((False, 20.0), (True, 38.0))]
+    assert len(build_lab_hol({"voq": voq, "pools": []}).axes) == 1
