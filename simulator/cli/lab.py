@@ -33,7 +33,7 @@ def register(app: typer.Typer) -> None:
 def _table(title: str, *columns: str) -> Table:
     table = Table(title=title, title_justify="left", title_style="bold", box=box.SIMPLE_HEAD)
     for i, col in enumerate(columns):
-        table.add_column(col, justify="left" if i == 0 else "right", no_wrap=i == 0)
+        table.add_column(col, justify="left" if i == 0 else "right", no_wrap=i == 0, overflow="fold")
     return table
 
 
@@ -100,7 +100,7 @@ def arbitration(
     plot: PlotOpt = None,
 ) -> None:
     """N inputs saturate one output: each input's share, Jain index, starvation, per arbiter."""
-    from simulator.workloads.labs.arbitration import arbitration_lab, explain_arbitration
+    from simulator.workloads.labs.arbitration import STARVED_SHARE, arbitration_lab, explain_arbitration
 
     rows = arbitration_lab(n_inputs=inputs, generation=generation)
     if plot:
@@ -113,11 +113,16 @@ def arbitration(
     names = [x["input"] for x in rows[0]["inputs"]]
     table = _table(f"Arbitration lab: {inputs} inputs -> one {generation} output "
                    f"({rows[0]['line_GBps']:.1f} GB/s per direction); share of the output, %",
-                   "arbiter", "weights", *names, "Jain", "starved", "output GB/s")
+                   "arbiter", *names, "Jain", "starved", "output GB/s")
+    weights = ""
     for r in rows:
-        weights = "/".join(str(x["weight"]) for x in r["inputs"]) if any(x["weight"] != 1 for x in r["inputs"]) else "-"
-        table.add_row(r["arbiter"], weights, *(f"{100 * x['share']:.1f}" for x in r["inputs"]), f"{r['jain']:.3f}",
-                      ",".join(r["starved"]) or "-", f"{r['output_GBps']:.1f}")
+        table.add_row(r["arbiter"], *(f"{100 * x['share']:.1f}" for x in r["inputs"]), f"{r['jain']:.3f}",
+                      " ".join(r["starved"]) or "-", f"{r['output_GBps']:.1f}")
+        if any(x["weight"] != 1 for x in r["inputs"]):
+            weights = "/".join(str(x["weight"]) for x in r["inputs"])
+    if weights:
+        table.caption = (f"weights of {'/'.join(names)}: {weights} (priorities for fixed_priority); "
+                         f"starved: under {100 * STARVED_SHARE:g} % of the output")
     console = Console()
     console.print(table)
     console.print(explain_arbitration(rows))
