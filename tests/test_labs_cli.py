@@ -58,7 +58,8 @@ def test_arbitration_and_hol_print_tables(tmp_path):
 
 def test_lab_figures_draw_what_the_rows_hold():
     rows = [{"generation": "nvlink5", "cable_m": m, "cable": "optical", "buffer_bytes": b, "line_GBps": 40.0,
-             "simulated_GBps": b / m / 1e3, "closed_form_GBps": b / m / 1e3} for m in (5.0, 50.0) for b in (1024, 2048)]
+             "simulated_GBps": b / m / 1e3, "closed_form_GBps": b / m / 1e3}
+            for m in (5.0, 50.0) for b in (1024, 2048)]
     ax = build_lab_credits(rows).axes[0]
     assert len(ax.lines) == 2 * 2 + 1  # simulated + closed form per cable, line-rate guide
     arb = [{"arbiter": "round_robin", "jain": 1.0, "inputs": [{"input": f"in{i}", "weight": 1, "share": 0.5}

@@ -36,7 +36,8 @@ def build_lab_hol(result: Mapping[str, Sequence[Mapping]]) -> Figure:
         ax.set_xticks(list(x), labels)
         ax.set_ylabel("throughput (GB/s, one direction)")
         ax.set_ylim(0, voq[0]["line_GBps"] * 1.3)
-        ax.set_title(f"Head-of-line blocking ({voq[0]['n_incast']} GPUs incast on the hot output)", fontsize="medium")
+        ax.set_title(f"Head-of-line blocking ({voq[0]['n_incast']} GPUs incast on the hot output)",
+                     fontsize="medium")
         ax.legend(fontsize="small", loc="upper left")
         ax.grid(True, axis="y", alpha=0.3)
     if pools:
@@ -47,7 +48,8 @@ def build_lab_hol(result: Mapping[str, Sequence[Mapping]]) -> Figure:
             ax.hlines(r["closed_form_GBps"], i - 0.3, i + 0.3, colors="k", linestyles="--",
                       label="closed form" if i == 0 else None)
             ax.text(i, r["sink_GBps"] + 0.5, f"{r['sink_GBps']:.1f}", ha="center", fontsize="small")
-        ax.set_xticks(list(x), [f"{r['policy']}\n{r['window_bytes'] / 1024:.3g} KiB for the busy VC" for r in pools])
+        ax.set_xticks(list(x), [f"{r['policy']}\n{r['window_bytes'] / 1024:.3g} KiB for the busy VC"
+                                for r in pools])
         ax.set_ylabel("incast throughput (GB/s, one direction)")
         ax.set_ylim(0, pools[0]["line_GBps"] * 1.3)
         ax.set_title(f"Credit pools, {pools[0]['vcs']} VCs, {pools[0]['cable_m']:g} m link", fontsize="medium")

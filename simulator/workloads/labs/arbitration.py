@@ -86,7 +86,8 @@ def explain_arbitration(rows: Sequence[dict]) -> str:
     fair = [r for r in rows if r["arbiter"] not in WEIGHTED]
     if fair:
         spread = max(max(x["share"] for x in r["inputs"]) - min(x["share"] for x in r["inputs"]) for r in fair)
-        out.append(f"{', '.join(r['arbiter'] for r in fair)} give the {len(fair[0]['inputs'])} inputs equal shares "
+        names = ", ".join(r["arbiter"] for r in fair)
+        out.append(f"{names} give the {len(fair[0]['inputs'])} inputs equal shares "
                    f"(largest spread {100 * spread:.2f} points, Jain >= {min(r['jain'] for r in fair):.4f}).")
     if "fixed_priority" in by:
         r = by["fixed_priority"]

@@ -53,7 +53,8 @@ def hol_workload(n_incast: int, hot_load: float, free_packets: int, packet_bytes
     hot_rate = hot_load * rate_Bps / (n_incast + 1)
     incast_packets = int(span_s * rate_Bps / n_incast) // packet_bytes + 1
     ts = [Transfer(0, VICTIM, FREE, free_packets * packet_bytes, tag="free")]
-    ts += [Transfer(i, f"gpu{2 + i}", HOT, incast_packets * packet_bytes, tag="incast") for i in range(1, n_incast + 1)]
+    ts += [Transfer(i, f"gpu{2 + i}", HOT, incast_packets * packet_bytes, tag="incast")
+           for i in range(1, n_incast + 1)]
     gap_s = packet_bytes / hot_rate
     t = float(rng.exponential(gap_s))
     while t < span_s:
@@ -70,7 +71,8 @@ def hol_blocking(n_incast: int = 7, hot_load: float = 2 / 3, generation: str = "
     if n_incast < 1:
         raise InputError(f"need at least 1 incast sender, got {n_incast}", field="incast")
     if not 0 < hot_load < 1:
-        raise InputError(f"hot load is a fraction of the fair share, in (0, 1), got {hot_load:g}", field="hot_load")
+        raise InputError(f"hot load is a fraction of the fair share, in (0, 1), got {hot_load:g}",
+                         field="hot_load")
     catalog = catalog or load_catalog()
     link = catalog_link(generation, SHORT_CABLE_M, catalog=catalog)
     fabric = synthetic.star_links([link.latency_s] * (n_incast + 3), rate_Bps=link.rate_Bps,
@@ -126,7 +128,8 @@ def credit_pools(n_senders: int = 4, generation: str = "nvlink5", far_cable_m: f
     fabric = synthetic.star_links([far.latency_s] + [near.latency_s] * n_senders, rate_Bps=near.rate_Bps,
                                   switch_latency_s=switch_latency_s(generation, catalog), credit=near.credit,
                                   generation=near.generation)
-    workload = Workload("pool-lab", tuple(Transfer(i - 1, f"gpu{i}", "gpu0", packets_per_sender * packet, tag="incast")
+    per_sender = packets_per_sender * packet
+    workload = Workload("pool-lab", tuple(Transfer(i - 1, f"gpu{i}", "gpu0", per_sender, tag="incast")
                                           for i in range(1, n_senders + 1)))
     sink = next(c for c in fabric.channels if c.src == "sw0" and c.dst == "gpu0")
     rtt = credit_loop_rtt_s(sink, packet)
@@ -169,7 +172,8 @@ def explain_hol(result: dict) -> str:
             f"free flow gets {fifo['free_GBps']:.1f} GB/s ({fifo['free_pct_of_available']:.0f} % of the "
             f"{fifo['available_GBps']:.1f} GB/s its link has left), because every hot packet at the head waits "
             f"for its turn at the congested output and holds the free packets behind it; with VOQs (crossbar "
-            f"speedup {voq['speedup']:g}) it gets {voq['free_GBps']:.1f} GB/s ({voq['free_pct_of_available']:.0f} %).")
+            f"speedup {voq['speedup']:g}) it gets {voq['free_GBps']:.1f} GB/s "
+            f"({voq['free_pct_of_available']:.0f} %).")
     pools: Sequence[dict] = result.get("pools", ())
     if pools:
         static = next(r for r in pools if r["policy"] == "static")
