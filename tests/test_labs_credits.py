@@ -79,3 +79,10 @@ def test_bad_lab_input_names_the_field(kwargs, field):
     with pytest.raises(InputError) as err:
         catalog_link(**kwargs)
     assert err.value.field == field
+
+
+def test_a_partial_packet_of_buffer_carries_nothing():
+    """1000 B holds three whole 256 B packets: the window is 768 B, not 1000 B."""
+    row = credit_point(catalog_link("nvlink5", 10.0, 1000))
+    assert row["closed_form_GBps"] == pytest.approx(768 / row["rtt_ns"])
+    assert row["simulated_GBps"] == pytest.approx(row["closed_form_GBps"], rel=0.03)

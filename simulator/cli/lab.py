@@ -46,6 +46,10 @@ def _buffers(text: str) -> list[int]:
         raise InputError(err.message, field="buffers") from None
 
 
+def _size(n_bytes: int) -> str:
+    return f"{n_bytes // 1024}K" if n_bytes % 1024 == 0 else f"{n_bytes} B"
+
+
 def _lengths(text: str) -> list[float]:
     try:
         lengths = [float(part) for part in text.split(",")]
@@ -85,7 +89,7 @@ def credits(
                        "credit stall %")
         for r in mine:
             table.add_row(f"{r['cable_m']:g}m {CABLE_LABEL.get(r['cable'], r['cable'])}",
-                          f"{r['buffer_bytes'] / 1024:g}K", f"{r['rtt_ns']:.0f}", f"{r['bdp_bytes'] / 1024:.1f}",
+                          _size(r["buffer_bytes"]), f"{r['rtt_ns']:.0f}", f"{r['bdp_bytes'] / 1024:.1f}",
                           f"{r['simulated_GBps']:.2f}", f"{r['closed_form_GBps']:.2f}", f"{r['error_pct']:+.2f}",
                           f"{r['credit_stall_pct']:.0f}")
         console.print(table)

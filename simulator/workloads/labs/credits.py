@@ -29,9 +29,15 @@ MIN_PACKETS = 2000
 """Fewest packets per run (bounds the end effect for small buffers, too)."""
 
 
+def window_bytes(link: CatalogLink) -> int:
+    """Bytes the sender may have in flight: the buffer rounded down to whole packets (a packet
+    needs all its credits before it starts)."""
+    return link.credit.buffer_bytes // link.packet_bytes * link.packet_bytes
+
+
 def closed_form_Bps(link: CatalogLink, rtt_s: float) -> float:
-    """min(payload rate, buffer / RTT): the credit-loop throughput of a saturated link (B/s)."""
-    return min(link.rate_Bps, link.credit.buffer_bytes / rtt_s)
+    """min(payload rate, window / RTT): the credit-loop throughput of a saturated link (B/s)."""
+    return min(link.rate_Bps, window_bytes(link) / rtt_s)
 
 
 def credit_point(link: CatalogLink, packets: int | None = None) -> dict:
@@ -60,7 +66,7 @@ def credit_point(link: CatalogLink, packets: int | None = None) -> dict:
         "simulated_GBps": simulated / 1e9,
         "closed_form_GBps": closed / 1e9,
         "error_pct": 100.0 * (simulated - closed) / closed,
-        "limited_by": "credits" if link.credit.buffer_bytes / rtt < link.rate_Bps else "line rate",
+        "limited_by": "credits" if window_bytes(link) / rtt < link.rate_Bps else "line rate",
         "credit_stall_pct": 100.0 * float(result.channel_credit_stall_s[0]) / result.makespan_s,
         "packets": packets,
     }
