@@ -1,5 +1,5 @@
 """The list of command modules; each defines ``register(app)``."""
 
-from simulator.cli import bench, describe
+from simulator.cli import bench, describe, lab
 
-MODULES = [describe, bench]
+MODULES = [describe, bench, lab]
