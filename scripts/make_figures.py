@@ -1,0 +1,174 @@
+"""Regenerate the figures shown in the README (docs/img/*.png) from simulation runs.
+
+Every number in a figure is simulated here from the shipped topologies and parts; the only
+outside numbers are the published nccl-tests points (markers) from validation/published.yaml.
+Big sweeps use the flow engine; the credit-loop figure uses the packet engine (it needs per-packet
+credits). Runs in well under two minutes on two cores.
+
+    python scripts/make_figures.py [--out docs/img] [--only busbw,heatmap,credits,power,topology]
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import time
+from pathlib import Path
+from typing import Callable
+
+import yaml
+
+from simulator.engine.dispatch import simulate
+from simulator.engine.packet import PacketConfig
+from simulator.engine.transfer import Transfer, Workload
+from simulator.metrics.energy import energy_report
+from simulator.reports.plots import (CreditRecorder, busbw_vs_size, credit_timeseries, link_utilization_heatmap,
+                                     power_breakdown, topology_drawing)
+from simulator.reports.sweeps import SweepSpec, build_workload, size_list, sweep
+from simulator.topology.builder import build_fabric
+from simulator.topology.fabric import Fabric
+from simulator.topology.routing import equal_cost_routes
+
+ROOT = Path(__file__).resolve().parents[1]
+TOPOLOGIES = ROOT / "topologies"
+PUBLISHED = ROOT / "validation" / "published.yaml"
+log = logging.getLogger("make_figures")
+
+BUSBW_SIZES = "1M:8G"
+"""nccl-tests-style sweep, doubling (K = 1024 B)."""
+BUSBW_SERIES = (("dgx_a100.yaml", 8, "ring"), ("hgx_h100.yaml", 8, "ring"), ("hgx_h100.yaml", 8, "nvls"),
+                ("gb200_nvl72.yaml", 72, "auto"))
+"""(topology, GPUs, algorithm) of each simulated line; published points join the line with the
+same topology, GPU count and algorithm."""
+HEATMAP_BYTES = 256 * 2**20
+"""all_reduce size of the utilization heatmap (256 MiB on 72 GPUs)."""
+POWER_BYTES = 1 * 2**30
+"""all_reduce size whose run the power breakdown averages over (1 GiB on 72 GPUs)."""
+INCAST_BYTES = 512 * 1024
+"""Bytes each of two senders pushes into one receiver in the credit-loop figure."""
+INCAST_PACKET_BYTES = 1024
+"""Packet payload for the credit figure: 32 packets fill an NVLink 5 receive buffer of 32 KiB."""
+
+MAX_PNG_BYTES = 400_000
+"""README images stay below this; larger renders are reduced to a 256-colour palette."""
+
+_fabrics: dict[str, Fabric] = {}
+
+
+def fabric(name: str) -> Fabric:
+    """Build each shipped topology once."""
+    if name not in _fabrics:
+        _fabrics[name] = build_fabric(TOPOLOGIES / name)
+    return _fabrics[name]
+
+
+def shrink_png(path: Path, limit: int = MAX_PNG_BYTES) -> Path:
+    """Re-encode a PNG above ``limit`` bytes with a 256-colour palette (thousands of translucent
+    lines make large true-colour files); raise if it is still too large."""
+    if path.stat().st_size <= limit:
+        return path
+    from PIL import Image
+
+    with Image.open(path) as image:
+        small = image.convert("RGB").quantize(colors=256, method=Image.Quantize.MEDIANCUT,
+                                              dither=Image.Dither.NONE)
+    small.save(path, optimize=True)
+    if path.stat().st_size > limit:
+        raise RuntimeError(f"{path} is {path.stat().st_size / 1e3:.0f} KB even with a palette (limit {limit / 1e3:.0f} KB)")
+    return path
+
+
+def _series_label(f: Fabric, gpus: int, algo: str) -> str:
+    return f"{f.name}, {gpus} GPUs ({'NVLS' if algo == 'nvls' else algo})"
+
+
+def figure_busbw(out: Path) -> list[Path]:
+    """busbw vs size for DGX A100, HGX H100 (ring and NVLS), GB200 NVL72, published points as stars."""
+    sizes = tuple(size_list(BUSBW_SIZES))
+    series, published = {}, []
+    entries = yaml.safe_load(PUBLISHED.read_text(encoding="utf-8"))["entries"]
+    for topo, gpus, algo in BUSBW_SERIES:
+        f = fabric(topo)
+        rows = sweep(f, SweepSpec(op="all_reduce", gpus=gpus, sizes=sizes, algo=algo, engine="flow"))
+        label = _series_label(f, gpus, algo)
+        series[label] = [(r["bytes"], r["busbw_GBps"]) for r in rows]
+        for e in entries:
+            if (Path(e["topology"]).name == topo and e["gpus"] == gpus and e.get("algo", "auto") == algo
+                    and e["metric"] == "busbw_GBps" and e["op"] == "all_reduce"):
+                published.append((label, size_list(str(e["bytes"]))[0], float(e["published"])))
+    return [busbw_vs_size(series, published, path=out / "busbw_vs_size.png",
+                          title="all_reduce busbw: simulated lines, published nccl-tests points (stars)")]
+
+
+def figure_heatmap(out: Path) -> list[Path]:
+    """Per-direction link utilization of a 256 MiB all_reduce on GB200 NVL72 (flow engine)."""
+    f = fabric("gb200_nvl72.yaml")
+    spec = SweepSpec(op="all_reduce", gpus=72, sizes=(HEATMAP_BYTES,), engine="flow")
+    workload = build_workload(f, spec, HEATMAP_BYTES)
+    result = simulate(f, workload, engine="flow")
+    meta = workload.meta
+    title = (f"GB200 NVL72: link utilization of a 256 MiB all_reduce on 72 GPUs "
+             f"({meta['algo']}/{meta['protocol']}, flow engine, per direction)")
+    return [link_utilization_heatmap(f, result, out / "nvl72_link_utilization.png", title=title)]
+
+
+def figure_credits(out: Path) -> list[Path]:
+    """Two GPUs of GB200 NVL72 push into a third through one NVSwitch chip (2:1 incast): the
+    switch's output is oversubscribed, its input buffer fills and the sender runs out of credits."""
+    f = fabric("gb200_nvl72.yaml")
+    g = f.gpus
+    dst = g[8]
+    routes = [equal_cost_routes(f, src, dst)[0] for src in (g[0], g[4])]  # both via the first chip
+    first_hop = f.channels[routes[0][0]]
+    workload = Workload("incast", tuple(Transfer(i, src, dst, INCAST_BYTES, paths=(route,))
+                                        for i, (src, route) in enumerate(zip((g[0], g[4]), routes))))
+    recorder = CreditRecorder(first_hop)
+    simulate(f, workload, engine="packet", packet=PacketConfig(packet_bytes=INCAST_PACKET_BYTES),
+             observer=recorder)
+    times, in_use, depth = recorder.series()
+    label = f"{first_hop.src} -> {first_hop.dst}, 2:1 incast, {INCAST_PACKET_BYTES} B packets"
+    return [credit_timeseries(times, in_use, depth, recorder.buffer_credits, out / "credit_loop.png",
+                              label=label)]
+
+
+def figure_power(out: Path) -> list[Path]:
+    """Average interconnect power during a 1 GiB all_reduce on 72 GPUs: NVL72 copper, NVL72 optical,
+    Hopper IB rack."""
+    reports = {}
+    for topo in ("gb200_nvl72.yaml", "gb200_nvl72_optical.yaml", "hopper_ib_rack.yaml"):
+        f = fabric(topo)
+        spec = SweepSpec(op="all_reduce", gpus=72, sizes=(POWER_BYTES,), engine="flow")
+        result = simulate(f, build_workload(f, spec, POWER_BYTES), engine="flow")
+        reports[f.name.replace(" (", "\n(")] = energy_report(f, result)
+    return [power_breakdown(reports, out / "power_breakdown.png",
+                            title="Interconnect power during a 1 GiB all_reduce on 72 GPUs")]
+
+
+def figure_topology(out: Path) -> list[Path]:
+    """Tiered drawings of HGX H100 and GB200 NVL72."""
+    return [topology_drawing(fabric("hgx_h100.yaml"), out / "topology_hgx_h100.png"),
+            topology_drawing(fabric("gb200_nvl72.yaml"), out / "topology_gb200_nvl72.png")]
+
+
+FIGURES: dict[str, Callable[[Path], list[Path]]] = {
+    "busbw": figure_busbw, "heatmap": figure_heatmap, "credits": figure_credits,
+    "power": figure_power, "topology": figure_topology,
+}
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--out", type=Path, default=ROOT / "docs" / "img")
+    parser.add_argument("--only", default=",".join(FIGURES), help="comma-separated: " + ", ".join(FIGURES))
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.INFO, format="%(message)s")
+    args.out.mkdir(parents=True, exist_ok=True)
+    for name in args.only.split(","):
+        start = time.perf_counter()
+        for path in map(shrink_png, FIGURES[name](args.out)):
+            log.info("%-40s %7.1f KB  %5.1f s", path.relative_to(ROOT) if path.is_relative_to(ROOT) else path,
+                     path.stat().st_size / 1e3, time.perf_counter() - start)
+
+
+if __name__ == "__main__":
+    main()
