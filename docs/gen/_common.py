@@ -130,9 +130,9 @@ def write_pages(pages: dict[str, str], out: Path) -> list[Path]:
     return written
 
 
-def run(render: Callable[[], dict[str, str]], argv: list[str] | None = None) -> None:
+def run(render: Callable[[], dict[str, str]], argv: list[str] | None = None, description: str = "") -> None:
     """Command line of a generator: write its pages under the repository root or ``--out``."""
-    parser = argparse.ArgumentParser(description=(sys.modules[render.__module__].__doc__ or "").splitlines()[0])
+    parser = argparse.ArgumentParser(description=description.strip().splitlines()[0] if description.strip() else None)
     parser.add_argument("--out", type=Path, default=ROOT, help="folder to write under (default: repository root)")
     args = parser.parse_args(argv)
     for path in write_pages(render(), args.out):

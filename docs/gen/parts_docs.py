@@ -308,5 +308,9 @@ def render() -> dict[str, str]:
     return {"docs/reference/parts.md": parts_page(), "docs/assumptions.md": assumptions_page()}
 
 
+def main(argv: list[str] | None = None) -> None:
+    run(render, argv, __doc__ or "")
+
+
 if __name__ == "__main__":
-    run(render)
+    main()

@@ -353,5 +353,9 @@ def render() -> dict[str, str]:
     return {"docs/reference/topology.md": topology_page(), "docs/reference/scenario.md": scenario_page()}
 
 
+def main(argv: list[str] | None = None) -> None:
+    run(render, argv, __doc__ or "")
+
+
 if __name__ == "__main__":
-    run(render)
+    main()
