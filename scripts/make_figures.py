@@ -126,7 +126,7 @@ def figure_credits(out: Path) -> list[Path]:
     simulate(f, workload, engine="packet", packet=PacketConfig(packet_bytes=INCAST_PACKET_BYTES),
              observer=recorder)
     times, in_use, depth = recorder.series()
-    label = f"{first_hop.src} -> {first_hop.dst}, 2:1 incast, {INCAST_PACKET_BYTES} B packets"
+    label = f"{first_hop.src} -> {first_hop.dst}, 2:1 incast, {INCAST_PACKET_BYTES // 1024} KiB packets"
     return [credit_timeseries(times, in_use, depth, recorder.buffer_credits, out / "credit_loop.png",
                               label=label)]
 
