@@ -20,7 +20,7 @@ from typing import Any, Iterator, Mapping
 import yaml
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import ROOT, attribute_docs, cell, header, rel, run, table  # noqa: E402
+from _common import ROOT, attribute_docs, header, rel, run, table  # noqa: E402
 
 SCRIPT = "parts_docs.py"
 SECTION_TITLES = {"serdes": "SerDes lanes", "links": "Link generations", "pcie": "PCIe generations",
