@@ -1,4 +1,4 @@
-"""``load_topology``: YAML file -> validated :class:`TopologyModel`, every error located by line.
+"""YAML file -> validated pydantic model (topologies and other file schemas), errors located by line.
 
 Pydantic reports errors by ``loc`` (a path of keys and indices); the source map from the loader
 turns that path back into the file and line the user wrote. Only the first error is reported:
@@ -27,19 +27,28 @@ def load_topology(path: str | Path) -> TopologyModel:
 
 def validate_topology(data: dict[str, Any], sources: SourceMap) -> TopologyModel:
     """Validate already-loaded data; errors are located through ``sources``."""
-    try:
-        model = TopologyModel.model_validate(data)
-    except ValidationError as err:
-        raise _to_input_error(err, sources) from None
+    model = validate_model(TopologyModel, data, sources)
     model._sources = sources
     return model
 
 
-def _to_input_error(err: ValidationError, sources: SourceMap) -> InputError:
+M = typing.TypeVar("M", bound=BaseModel)
+
+
+def validate_model(model: type[M], data: Any, sources: SourceMap) -> M:
+    """Validate loaded YAML data as ``model`` (any file schema: topologies, scenarios, validation
+    tables); the first error becomes an :class:`InputError` at the file and line it came from."""
+    try:
+        return model.model_validate(data)
+    except ValidationError as err:
+        raise _to_input_error(model, err, sources) from None
+
+
+def _to_input_error(model: type[BaseModel], err: ValidationError, sources: SourceMap) -> InputError:
     first = err.errors(include_url=False)[0]
     loc: Path_ = tuple(first["loc"])
     path = _data_path(loc, sources, missing=first["type"] == "missing")
-    return sources.error(path, _message(first, loc))
+    return sources.error(path, _message(model, first, loc))
 
 
 def _data_path(loc: Path_, sources: SourceMap, *, missing: bool) -> Path_:
@@ -53,10 +62,10 @@ def _data_path(loc: Path_, sources: SourceMap, *, missing: bool) -> Path_:
     return path
 
 
-def _message(error: dict[str, Any], loc: Path_) -> str:
+def _message(model: type[BaseModel], error: dict[str, Any], loc: Path_) -> str:
     kind, text = error["type"], error["msg"]
     if kind == "extra_forbidden":
-        allowed = _allowed_keys(loc[:-1])
+        allowed = _allowed_keys(model, loc[:-1])
         hint = f" (allowed: {', '.join(allowed)})" if allowed else ""
         return f"unknown key {loc[-1]!r}{hint}"
     if kind == "missing":
@@ -70,9 +79,9 @@ def _message(error: dict[str, Any], loc: Path_) -> str:
     return text
 
 
-def _allowed_keys(loc: Path_) -> list[str]:
-    """Field names (by alias) of the model found at ``loc`` inside :class:`TopologyModel`."""
-    target: Any = TopologyModel
+def _allowed_keys(model: type[BaseModel], loc: Path_) -> list[str]:
+    """Field names (by alias) of the model found at ``loc`` inside ``model``."""
+    target: Any = model
     for part in loc:
         target = _element(target, part)
         if target is None:
