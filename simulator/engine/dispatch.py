@@ -21,9 +21,10 @@ from simulator.topology.routing import equal_cost_routes
 EngineName = Literal["packet", "flow", "auto"]
 ENGINES = ("packet", "flow", "auto")
 
-AUTO_PACKET_HOP_BUDGET = 2_000_000
-"""Above this many estimated packet-hops ``auto`` uses the flow engine (the packet engine does
-~300k packet-hops/s on 2 cores, so this keeps packet runs under ~10 s)."""
+AUTO_PACKET_HOP_BUDGET = 300_000
+"""Above this many estimated packet-hops ``auto`` uses the flow engine. The packet engine does
+~300-600k packet-hops/s on a chain but ~60-100k/s on a loaded 72-GPU switch fabric (arbitration,
+VOQs), so this keeps an automatic packet run to a few seconds."""
 
 
 def packet_hops(fabric: Fabric, workload: Workload, packet_bytes: int) -> int:

@@ -3,7 +3,8 @@
 Shared by ``fabricsim bench``, ``compare`` and ``validate`` so all three measure the same way.
 Each row: ``bytes``, ``time_us``, ``algbw_GBps``, ``busbw_GBps`` (GB = 1e9 B) plus what the
 run chose and cost: ``algo``, ``protocol``, ``engine``, ``p99_latency_us`` (packet engine),
-``energy_J``, ``avg_power_W``, ``pJ_per_byte``.
+``energy_J``, ``avg_power_W``, ``pJ_per_byte``, ``dynamic_J`` (by component kind),
+``busiest_link``.
 """
 
 from __future__ import annotations
@@ -15,9 +16,10 @@ import numpy as np
 
 from simulator.engine.dispatch import simulate
 from simulator.engine.flow import FlowConfig
-from simulator.engine.packet import PacketConfig
+from simulator.engine.packet import EngineObserver, PacketConfig
 from simulator.engine.transfer import Workload
 from simulator.errors import InputError
+from simulator.metrics.bottleneck import busiest_link
 from simulator.metrics.collective_stats import row as nccl_row
 from simulator.metrics.energy import energy_report
 from simulator.topology.fabric import Fabric
@@ -84,10 +86,10 @@ def build_workload(fabric: Fabric, spec: SweepSpec, nbytes: int) -> Workload:
                             channels=spec.channels)
 
 
-def measure(fabric: Fabric, workload: Workload, spec: SweepSpec) -> dict:
-    """Simulate one workload and return its row."""
+def measure(fabric: Fabric, workload: Workload, spec: SweepSpec, observer: EngineObserver | None = None) -> dict:
+    """Simulate one workload and return its row (``observer`` sees packet-engine runs)."""
     packet = PacketConfig(seed=spec.seed, **({"packet_bytes": spec.packet_bytes} if spec.packet_bytes else {}))
-    result = simulate(fabric, workload, engine=spec.engine, packet=packet, flow=FlowConfig())
+    result = simulate(fabric, workload, engine=spec.engine, packet=packet, flow=FlowConfig(), observer=observer)
     energy = energy_report(fabric, result)
     row = nccl_row(workload, result).as_dict()
     latency = result.packet_latency_s
@@ -96,15 +98,17 @@ def measure(fabric: Fabric, workload: Workload, spec: SweepSpec) -> dict:
         p99_latency_us=float(np.percentile(latency, 99) * 1e6) if len(latency) else None,
         energy_J=energy.total_J, avg_power_W=energy.average_power_W,
         pJ_per_byte=energy.pJ_per_byte if result.bytes_delivered else None,
+        dynamic_J=dict(energy.dynamic_J), busiest_link=busiest_link(fabric, result),
     )
     return row
 
 
-def sweep(fabric: Fabric, spec: SweepSpec, on_row: Callable[[dict], None] | None = None) -> list[dict]:
+def sweep(fabric: Fabric, spec: SweepSpec, on_row: Callable[[dict], None] | None = None,
+          observer: EngineObserver | None = None) -> list[dict]:
     """One row per size, in size order; ``on_row`` is called after each (progress bars)."""
     rows = []
     for nbytes in spec.sizes:
-        rows.append(measure(fabric, build_workload(fabric, spec, nbytes), spec))
+        rows.append(measure(fabric, build_workload(fabric, spec, nbytes), spec, observer))
         if on_row:
             on_row(rows[-1])
     return rows

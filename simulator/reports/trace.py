@@ -14,12 +14,15 @@ from pathlib import Path
 from simulator.engine.packet.observer import EngineObserver
 
 US_PER_S = 1e6
+RUN_GAP_S = 1e-6
+"""Gap between consecutive runs recorded in one trace (several sizes or workloads of one command)."""
 
 
 class TraceWriter(EngineObserver):
     """Collects trace events during a run; ``write(path)`` saves them.
 
-    ``max_events`` bounds memory on big runs: later slices and counters are dropped and the drop
+    Several runs (a sweep, a scenario) are laid end to end on one time axis, ``RUN_GAP_S`` apart;
+    the same fabric is assumed for all of them. ``max_events`` bounds memory on big runs: later slices and counters are dropped and the drop
     count is recorded in the file's metadata (a trace of millions of packets is unreadable anyway).
     """
 
@@ -33,9 +36,16 @@ class TraceWriter(EngineObserver):
         self._dst_pid: dict[int, int] = {}
         """Channel id -> pid of the node whose receive buffer it fills."""
         self._tags: list[str] = []
+        self._offset_s = 0.0
+        """Start of the current run on the trace's time axis: runs are laid end to end."""
+        self._end_s = 0.0
 
     # -- observer hooks -----------------------------------------------------------------------
     def run_started(self, network) -> None:
+        self._offset_s = self._end_s + (RUN_GAP_S if self._end_s else 0.0)
+        if self._pid:  # a later run of the same command: devices already named
+            self._tags = [t.tag or f"transfer{t.id}" for t in network.workload.transfers]
+            return
         fabric = network.fabric
         self._tags = [t.tag or f"transfer{t.id}" for t in network.workload.transfers]
         for i, name in enumerate(sorted(fabric.nodes)):
@@ -50,6 +60,9 @@ class TraceWriter(EngineObserver):
             self.events.append({"ph": "M", "name": "thread_name", "pid": pid, "tid": ch.id + 1,
                                 "args": {"name": label}})
 
+    def run_finished(self, result) -> None:
+        self._end_s = self._offset_s + result.makespan_s
+
     def _room(self) -> bool:
         if len(self.events) < self.max_events:
             return True
@@ -60,19 +73,19 @@ class TraceWriter(EngineObserver):
         if self._room():
             pid, tid, _ = self._chan[cid]
             self.events.append({"ph": "X", "name": self._tags[packet.tid], "pid": pid, "tid": tid,
-                                "ts": start_s * US_PER_S, "dur": (end_s - start_s) * US_PER_S,
+                                "ts": (self._offset_s + start_s) * US_PER_S, "dur": (end_s - start_s) * US_PER_S,
                                 "args": {"packet": packet.seq, "bytes": packet.bytes, "hop": packet.hop}})
 
     def credits(self, cid: int, t_s: float, available: int) -> None:
         if self._room():
             pid, _, label = self._chan[cid]
-            self.events.append({"ph": "C", "name": f"credits {label}", "pid": pid, "ts": t_s * US_PER_S,
+            self.events.append({"ph": "C", "name": f"credits {label}", "pid": pid, "ts": (self._offset_s + t_s) * US_PER_S,
                                 "args": {"credits": available}})
 
     def queue(self, cid: int, t_s: float, depth: int) -> None:
         if self._room():
             self.events.append({"ph": "C", "name": f"queue from ch{cid}", "pid": self._dst_pid[cid],
-                                "ts": t_s * US_PER_S, "args": {"packets": depth}})
+                                "ts": (self._offset_s + t_s) * US_PER_S, "args": {"packets": depth}})
 
     # -- output ---------------------------------------------------------------------------------
     def document(self) -> dict:

@@ -1,0 +1,48 @@
+"""``fabricsim run SCENARIO.yaml``: run every workload of a scenario on each of its topologies."""
+
+from __future__ import annotations
+
+from typing import Annotated, Optional
+
+import typer
+from rich.console import Console
+
+from simulator.reports.export import write_csv, write_json
+
+
+def register(app: typer.Typer) -> None:
+    @app.command()
+    def run(
+        scenario: Annotated[str, typer.Argument(help="Scenario YAML, e.g. scenarios/nvl72_vs_hopper.yaml.")],
+        json_path: Annotated[Optional[str], typer.Option("--json", help="Write all rows as JSON here.")] = None,
+        csv_path: Annotated[Optional[str], typer.Option("--csv", help="Write all rows as CSV here.")] = None,
+        trace: Annotated[Optional[str], typer.Option(
+            help="Write a Perfetto/Chrome trace (JSON) of the packet-engine runs here.")] = None,
+        plot: Annotated[Optional[str], typer.Option(help="Write busbw vs size (or power) as PNG here.")] = None,
+    ) -> None:
+        """Run a scenario; with two or more topologies, compare them side by side."""
+        from simulator.reports.scenario_run import run_scenario
+        from simulator.reports.scenario_text import print_scenario, scenario_plot
+        from simulator.workloads.scenario import load_scenario
+
+        model, topologies = load_scenario(scenario)
+        inputs = [scenario, *map(str, topologies)]
+        observer = None
+        if trace:
+            from simulator.reports.trace import TraceWriter
+
+            observer = TraceWriter()
+        console = Console(stderr=True)
+        with console.status(f"running {model.name}") as status:
+            systems = run_scenario(model, topologies, observer=observer,
+                                   on_row=lambda sysname, row: status.update(f"{sysname}: {row['workload']}"))
+        print_scenario(model, systems, Console())
+        payload = {"scenario": model.name, "systems": [s.as_dict() for s in systems]}
+        if json_path:
+            write_json(json_path, payload, inputs)
+        if csv_path:
+            write_csv(csv_path, [{"system": s.name, **r} for s in systems for r in s.rows], inputs)
+        if trace and observer is not None:
+            observer.write(trace)
+        if plot:
+            scenario_plot(systems, plot)

@@ -1,0 +1,178 @@
+"""Run a scenario on each of its topologies and gather rows, power and energy per system.
+
+Every figure comes from a simulation run: collective/copy rows as in ``bench``; attention items
+report the simulated time of their DAG (compute kernels as delays on the GPUs, communication as
+transfers), split into compute and exposed communication (makespan minus the compute on the
+critical path), the busiest link, and the analytic figures that explain them (roofline bound,
+SM occupancy). Output shape (``--json``)::
+
+    {"scenario": str, "systems": [{"topology", "name", "rows": [...], "power_W": {...},
+                                   "energy_J": float}]}
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+import numpy as np
+
+from simulator.engine.dispatch import simulate
+from simulator.engine.packet import EngineObserver, PacketConfig
+from simulator.errors import InputError
+from simulator.hardware.catalog import load_catalog
+from simulator.metrics.bottleneck import busiest_link
+from simulator.metrics.energy import EnergyReport, energy_report
+from simulator.reports.sweeps import SweepSpec, select_gpus, size_list, sweep
+from simulator.topology.builder import build_fabric
+from simulator.topology.fabric import Fabric
+from simulator.topology.routing import equal_cost_routes
+from simulator.workloads.attention import decode_step, kv_transfer, prefill, ring_attention
+from simulator.workloads.attention.model import AttentionRun, GpuRoofline
+from simulator.workloads.scenario import (CollectiveItem, CopyItem, DecodeItem, KvTransferItem,
+                                          PrefillItem, RingAttentionItem, ScenarioModel)
+
+US = 1e6
+
+
+@dataclass(slots=True)
+class SystemResult:
+    """One topology's results for the whole scenario."""
+
+    topology: str
+    name: str
+    rows: list[dict] = field(default_factory=list)
+    power_W: dict = field(default_factory=dict)
+
+    def energy(self) -> EnergyReport:
+        """The whole scenario on this system as one run: static power over the summed simulated
+        time plus the dynamic energy of every row."""
+        dynamic: dict[str, float] = {}
+        for row in self.rows:
+            for kind, joules in (row.get("dynamic_J") or {}).items():
+                dynamic[kind] = dynamic.get(kind, 0.0) + joules
+        return EnergyReport(duration_s=sum(r["time_us"] for r in self.rows) / US,
+                            static_W={k: v for k, v in self.power_W.items() if k != "total"},
+                            dynamic_J=dynamic, bytes_delivered=sum(int(r.get("bytes", 0)) for r in self.rows))
+
+    def as_dict(self) -> dict:
+        return {"topology": self.topology, "name": self.name, "rows": self.rows, "power_W": self.power_W,
+                "energy_J": sum(r.get("energy_J") or 0.0 for r in self.rows)}
+
+
+def gpu_roofline(fabric: Fabric, gpu: str) -> GpuRoofline:
+    """The roofline of a fabric's GPU from its catalog part."""
+    part = load_catalog().device(fabric.nodes[gpu].part)
+    if part.gpu is None:
+        raise InputError(f"part {part.name!r} of {gpu} has no GPU figures for the roofline")
+    return GpuRoofline.of(part.gpu, part.name)
+
+
+def _hops(fabric: Fabric, src: str, dst: str) -> int:
+    return len(equal_cost_routes(fabric, src, dst)[0])
+
+
+def pick_peer(fabric: Fabric, src_rank: int, dst: int | str) -> tuple[str, str]:
+    """Source and destination GPU names for a point-to-point item (``farthest``/``nearest`` by hops)."""
+    gpus = fabric.gpus
+    if src_rank >= len(gpus):
+        raise InputError(f"{fabric.name} has {len(gpus)} GPUs, no rank {src_rank}", field="src")
+    src = gpus[src_rank]
+    if isinstance(dst, int):
+        if dst >= len(gpus) or dst == src_rank:
+            raise InputError(f"destination rank {dst} is not another GPU of {fabric.name}", field="dst")
+        return src, gpus[dst]
+    others = [g for g in gpus if g != src]
+    key = (lambda g: (-_hops(fabric, src, g), fabric.nodes[g].rank)) if dst == "farthest" else \
+          (lambda g: (_hops(fabric, src, g), fabric.nodes[g].rank))
+    return src, min(others, key=key)
+
+
+def _attention_run(fabric: Fabric, item) -> AttentionRun:
+    if isinstance(item, DecodeItem):
+        gpus = select_gpus(fabric, item.tp)
+        return decode_step(fabric, gpus, gpu_roofline(fabric, gpus[0]), item.shape(item.tp), item.flash_decoding)
+    if isinstance(item, PrefillItem):
+        gpus = select_gpus(fabric, item.tp)
+        return prefill(fabric, gpus, gpu_roofline(fabric, gpus[0]), item.shape(item.tp))
+    if isinstance(item, RingAttentionItem):
+        gpus = select_gpus(fabric, item.gpus)
+        return ring_attention(fabric, gpus, gpu_roofline(fabric, gpus[0]), item.shape(1), item.layers)
+    src, dst = pick_peer(fabric, item.src, item.dst)
+    return kv_transfer(fabric, src, dst, item.shape(1), item.block_tokens)
+
+
+_FIGURES = ("bottleneck", "attention_bound", "sm_occupancy", "sm_occupancy_flash_attention",
+            "sm_occupancy_flash_decoding", "allreduce_algo", "allreduce_protocol", "link_kinds",
+            "overlapped", "blocks_per_layer", "block_bytes")
+
+
+def _compute_on_critical_path_s(item, run: AttentionRun) -> float:
+    """Kernel time every GPU must spend whatever the network does (the analytic roofline sum)."""
+    if isinstance(item, RingAttentionItem):
+        layers = item.layers or item.model.layers
+        return layers * item.gpus * float(run.figures["step_compute_s"])
+    return float(run.figures.get("compute_s", 0.0))
+
+
+def attention_row(fabric: Fabric, item, engine: str, packet: PacketConfig,
+                  observer: EngineObserver | None = None) -> dict:
+    """Simulate one attention item; time split into compute and exposed communication."""
+    run = _attention_run(fabric, item)
+    result = simulate(fabric, run.workload, engine=engine, packet=packet, observer=observer)
+    energy = energy_report(fabric, result)
+    compute_s = _compute_on_critical_path_s(item, run)
+    row = {"workload": item.name, "kind": item.kind, "bytes": int(run.workload.meta.get("bytes", 0)),
+           "time_us": result.makespan_s * US, "compute_us": compute_s * US,
+           "communication_us": max(0.0, result.makespan_s - compute_s) * US, "engine": result.engine,
+           "energy_J": energy.total_J, "avg_power_W": energy.average_power_W,
+           "pJ_per_byte": energy.pJ_per_byte if result.bytes_delivered else None,
+           "dynamic_J": dict(energy.dynamic_J), "busiest_link": busiest_link(fabric, result)}
+    if item.kind == "kv_transfer":
+        row["algbw_GBps"] = row["bytes"] / result.makespan_s / 1e9 if result.makespan_s else 0.0
+        row["ideal_time_us"] = run.figures["ideal_time_s"] * US
+    if item.kind in ("decode", "prefill"):
+        comm = row["communication_us"]
+        row["bottleneck"] = "communication" if comm > row["compute_us"] else run.figures["bottleneck"]
+    row.update({k: _plain(run.figures[k]) for k in _FIGURES if k in run.figures and k not in row})
+    return row
+
+
+def _plain(value):
+    if isinstance(value, (np.floating, np.integer)):
+        return value.item()
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    return value
+
+
+def run_scenario(scenario: ScenarioModel, topologies: list[Path],
+                 on_row: Callable[[str, dict], None] | None = None,
+                 observer: EngineObserver | None = None) -> list[SystemResult]:
+    """Every workload item on every topology, in file order."""
+    packet = PacketConfig(seed=scenario.seed, **({"packet_bytes": scenario.packet_bytes}
+                                                  if scenario.packet_bytes else {}))
+    systems = []
+    for topo in topologies:
+        fabric = build_fabric(topo)
+        system = SystemResult(topology=str(topo), name=fabric.name, power_W={
+            "total": sum(fabric.static_power_W.values()), **fabric.static_power_W})
+        for item in scenario.workloads:
+            for row in _item_rows(fabric, item, scenario, packet, observer):
+                system.rows.append(row)
+                if on_row:
+                    on_row(fabric.name, row)
+        systems.append(system)
+    return systems
+
+
+def _item_rows(fabric: Fabric, item, scenario: ScenarioModel, packet: PacketConfig,
+               observer: EngineObserver | None) -> list[dict]:
+    if isinstance(item, (CollectiveItem, CopyItem)):
+        spec = SweepSpec(op=item.op, gpus=item.gpus or len(fabric.gpus), sizes=tuple(size_list(item.sizes)),
+                         algo=getattr(item, "algo", "auto"), protocol=getattr(item, "protocol", "auto"),
+                         engine=scenario.engine, packet_bytes=scenario.packet_bytes, seed=scenario.seed)
+        return [{"workload": item.name, "kind": item.kind, "op": item.op, **row}
+                for row in sweep(fabric, spec, observer=observer)]
+    return [attention_row(fabric, item, scenario.engine, packet, observer)]

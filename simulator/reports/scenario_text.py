@@ -1,0 +1,159 @@
+"""Print scenario and comparison results: one table per workload, a ratio column, a summary.
+
+The summary paragraph is computed from the rows (never canned): for each workload it says which
+system is faster, by how much (range over sizes), and which link class was busiest.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+from typing import Sequence
+
+from rich.console import Console
+from rich.table import Table
+
+from simulator.reports.scenario_run import SystemResult
+from simulator.units import format_bytes
+
+
+def _by_workload(systems: Sequence[SystemResult]) -> dict[str, dict[str, list[dict]]]:
+    """workload name -> system name -> rows (file order kept)."""
+    out: dict[str, dict[str, list[dict]]] = {}
+    for system in systems:
+        for row in system.rows:
+            out.setdefault(row["workload"], {}).setdefault(system.name, []).append(row)
+    return out
+
+
+def _fmt(value, spec: str = ".2f") -> str:
+    if value is None:
+        return "-"
+    if isinstance(value, float):
+        return format(value, spec)
+    return str(value)
+
+
+def workload_table(name: str, per_system: dict[str, list[dict]], reference: str) -> Table:
+    """One workload on every system: a size sweep (collectives, copies) or a metric list."""
+    sample = next(iter(per_system.values()))[0]
+    if "busbw_GBps" in sample:
+        return _sweep_table(name, sample["kind"], per_system, reference)
+    return _metric_table(name, sample["kind"], per_system, reference)
+
+
+def _sweep_table(name: str, kind: str, per_system: dict[str, list[dict]], reference: str) -> Table:
+    """Rows by size then system; ``x ref`` = time / time of the reference system at that size."""
+    table = Table(title=f"{name} ({kind})", title_justify="left", title_style="bold")
+    for col in ("size", "system", "time (us)", "busbw (GB/s)", "x ref", "algo/proto/engine", "busiest link",
+                "energy (J)"):
+        table.add_column(col, justify="left" if col in ("system", "algo/proto/engine", "busiest link") else "right")
+    ref_time = {r["bytes"]: r["time_us"] for r in per_system.get(reference, [])}
+    sizes = sorted({r["bytes"] for rows in per_system.values() for r in rows})
+    for size in sizes:
+        for system, rows in per_system.items():
+            for r in (r for r in rows if r["bytes"] == size):
+                ratio = r["time_us"] / ref_time[size] if ref_time.get(size) else None
+                table.add_row(format_bytes(size), system, _fmt(r["time_us"]), _fmt(r["busbw_GBps"]),
+                              _fmt(ratio), f"{r.get('algo')}/{r.get('protocol')}/{r.get('engine')}",
+                              _fmt(r.get("busiest_link")), _fmt(r.get("energy_J"), ".3g"))
+    return table
+
+
+_METRICS = (("time_us", "time (us)"), ("compute_us", "compute on critical path (us)"),
+            ("communication_us", "exposed communication (us)"), ("bottleneck", "bottleneck"),
+            ("bytes", "bytes moved"), ("algbw_GBps", "achieved GB/s"), ("ideal_time_us", "ideal time (us)"),
+            ("attention_bound", "attention kernel bound"), ("sm_occupancy", "SM occupancy"),
+            ("allreduce_algo", "all-reduce algorithm"), ("link_kinds", "link kinds on path"),
+            ("overlapped", "comm hidden under compute"), ("busiest_link", "busiest link"),
+            ("engine", "engine"), ("energy_J", "energy (J)"), ("pJ_per_byte", "pJ per byte"))
+
+
+def _metric_table(name: str, kind: str, per_system: dict[str, list[dict]], reference: str) -> Table:
+    """One row per metric, one column per system (attention items: a single run each)."""
+    table = Table(title=f"{name} ({kind})", title_justify="left", title_style="bold")
+    table.add_column("metric")
+    systems = list(per_system)
+    for system in systems:
+        table.add_column(system, justify="right")
+    rows = {system: per_system[system][0] for system in systems}
+    for key, label in _METRICS:
+        if any(key in r for r in rows.values()):
+            table.add_row(label, *[_fmt(rows[s].get(key), ".4g") for s in systems])
+    if len(systems) > 1 and reference in rows:
+        ref = rows[reference]["time_us"]
+        table.add_row("x ref (time)", *[_fmt(rows[s]["time_us"] / ref if ref else None) for s in systems])
+    return table
+
+
+def power_table(systems: Sequence[SystemResult]) -> Table:
+    """Static interconnect power by component kind, and energy of the whole scenario."""
+    kinds = sorted({k for s in systems for k in s.power_W if k != "total"})
+    table = Table(title="Static interconnect power (W) and scenario energy", title_justify="left",
+                  title_style="bold")
+    table.add_column("system")
+    for col in [*kinds, "total W", "energy (J)"]:
+        table.add_column(col, justify="right")
+    for s in systems:
+        table.add_row(s.name, *[_fmt(float(s.power_W.get(k, 0.0)), ",.0f") for k in kinds],
+                      _fmt(float(s.power_W.get("total", 0.0)), ",.0f"), _fmt(s.as_dict()["energy_J"], ".3g"))
+    return table
+
+
+def comparison_summary(systems: Sequence[SystemResult]) -> str:
+    """One paragraph: per workload, who wins, by how much, and the loser's busiest link."""
+    if len(systems) < 2:
+        return ""
+    names = [s.name for s in systems]
+    sentences = []
+    for workload, per_system in _by_workload(systems).items():
+        times: dict[str, dict[int, float]] = defaultdict(dict)
+        links: dict[str, str] = {}
+        for system, rows in per_system.items():
+            for r in rows:
+                times[system][r["bytes"]] = r["time_us"]
+            links[system] = rows[-1].get("busiest_link") or "none"
+        a, b = names[0], names[1]
+        common = sorted(set(times[a]) & set(times[b]))
+        if not common:
+            continue
+        ratios = [times[b][n] / times[a][n] for n in common if times[a][n] > 0]
+        mean = math.exp(sum(math.log(r) for r in ratios) / len(ratios))
+        winner, loser = (a, b) if mean >= 1 else (b, a)
+        lo, hi = min(ratios), max(ratios)
+        if mean < 1:
+            lo, hi = 1 / hi, 1 / lo
+        span = f"{lo:.2g}x" if abs(hi - lo) < 0.05 * hi else f"{lo:.2g}x to {hi:.2g}x"
+        sentences.append(f"{workload}: {winner} is faster by {span} (the {loser} run's busiest link: "
+                         f"{links[loser]}; {winner}'s: {links[winner]}).")
+    return " ".join(sentences)
+
+
+def print_scenario(model, systems: Sequence[SystemResult], console: Console) -> None:
+    """Tables per workload, power table, and (two or more systems) the comparison paragraph."""
+    console.print(f"[bold]{model.name}[/bold]" + (f" — {model.description}" if model.description else ""))
+    console.print("Times in us of simulated time; bandwidths in GB/s (1 GB = 1e9 B) per GPU, one "
+                  "direction as nccl-tests reports them; 'x ref' = time / time on the first system.")
+    reference = systems[0].name
+    for name, per_system in _by_workload(systems).items():
+        console.print(workload_table(name, per_system, reference))
+    console.print(power_table(systems))
+    summary = comparison_summary(systems)
+    if summary:
+        console.print("[bold]Summary.[/bold] " + summary)
+
+
+def scenario_plot(systems: Sequence[SystemResult], path: str) -> None:
+    """busbw vs size for every collective workload (one line per system and workload); power
+    breakdown when the scenario has no collective sweep."""
+    from simulator.reports.plots import busbw_vs_size, power_breakdown
+
+    series: dict[str, list[tuple[int, float]]] = {}
+    for s in systems:
+        for r in s.rows:
+            if "busbw_GBps" in r:
+                series.setdefault(f"{s.name}: {r['workload']}", []).append((r["bytes"], r["busbw_GBps"]))
+    if series:
+        busbw_vs_size(series, path=path)
+    else:
+        power_breakdown({s.name: s.energy() for s in systems}, path)

@@ -1,0 +1,146 @@
+"""Scenario files: which topologies, which workloads, which engine — schema-checked like topologies.
+
+A scenario names one or more topologies (several = a comparison) and a list of workload items,
+each one of the kinds below (``kind:`` selects it). Paths are relative to the scenario file.
+
+    name: Decode step on GB200 NVL72
+    topologies: [../topologies/gb200_nvl72.yaml]
+    engine: auto
+    workloads:
+      - {kind: collective, name: all_reduce sweep, op: all_reduce, gpus: 72, sizes: "1M:1G"}
+      - kind: decode
+        name: Llama-3-70B decode, TP8, batch 1
+        model: {layers: 80, hidden: 8192, heads: 64, kv_heads: 8, head_dim: 128, ffn_hidden: 28672}
+        batch: 1
+        context: 8192
+        tp: 8
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Literal, Union
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from simulator.errors import InputError
+from simulator.topology.loader import load_yaml
+from simulator.topology.validate import validate_model
+from simulator.workloads.attention.model import DTYPE_BYTES, ModelShape
+
+
+class _Item(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class ModelSpec(_Item):
+    """Transformer shape (from the model's published config)."""
+
+    layers: int = Field(ge=1)
+    hidden: int = Field(ge=1)
+    heads: int = Field(ge=1)
+    kv_heads: int = Field(ge=1)
+    head_dim: int = Field(ge=1)
+    ffn_hidden: int = Field(default=0, ge=0)
+    dtype: Literal[tuple(DTYPE_BYTES)] = "bf16"  # type: ignore[valid-type]
+    source: str = ""
+    """Where the shape comes from (model card, config.json)."""
+
+
+class CollectiveItem(_Item):
+    kind: Literal["collective"]
+    name: str
+    op: Literal["all_reduce", "all_gather", "reduce_scatter", "alltoall", "broadcast", "sendrecv"]
+    gpus: int | None = Field(default=None, ge=2)
+    """First N GPUs of the topology; default all."""
+    sizes: str = "1M:1G"
+    algo: str = "auto"
+    protocol: str = "auto"
+
+
+class CopyItem(_Item):
+    kind: Literal["copy"]
+    name: str
+    op: Literal["h2d", "d2h", "p2p"]
+    gpus: int = Field(default=1, ge=1)
+    sizes: str = "64M"
+
+
+class _ModelItem(_Item):
+    name: str
+    model: ModelSpec
+    batch: int = Field(default=1, ge=1)
+    context: int = Field(ge=1)
+
+    def shape(self, tp: int) -> ModelShape:
+        m = self.model
+        return ModelShape(layers=m.layers, hidden=m.hidden, heads=m.heads, kv_heads=m.kv_heads,
+                          head_dim=m.head_dim, batch=self.batch, context=self.context, tp=tp,
+                          dtype=m.dtype, ffn_hidden=m.ffn_hidden)
+
+
+class DecodeItem(_ModelItem):
+    """One generated token with tensor parallelism over the first ``tp`` GPUs."""
+
+    kind: Literal["decode"]
+    tp: int = Field(ge=1)
+    flash_decoding: bool = True
+
+
+class PrefillItem(_ModelItem):
+    kind: Literal["prefill"]
+    tp: int = Field(ge=1)
+
+
+class KvTransferItem(_ModelItem):
+    """PagedAttention KV cache of ``batch`` x ``context`` tokens, prefill GPU -> decode GPU."""
+
+    kind: Literal["kv_transfer"]
+    src: int = Field(default=0, ge=0)
+    """Rank of the prefill GPU."""
+    dst: int | Literal["farthest", "nearest"] = "farthest"
+    """Rank of the decode GPU, or the farthest/nearest other GPU by hops (farthest crosses the
+    network on a multi-node rack, NVLink on NVL72, PCIe on a PCIe server)."""
+    block_tokens: int = Field(default=16, ge=1)
+
+
+class RingAttentionItem(_ModelItem):
+    """Context parallelism: KV blocks rotate around a ring of ``gpus`` GPUs, overlapped with compute."""
+
+    kind: Literal["ring_attention"]
+    gpus: int = Field(ge=2)
+    layers: int | None = Field(default=None, ge=1)
+    """Layers to simulate (default: all of the model's)."""
+
+
+WorkloadItem = Annotated[Union[CollectiveItem, CopyItem, DecodeItem, PrefillItem, KvTransferItem,
+                               RingAttentionItem], Field(discriminator="kind")]
+
+
+class ScenarioModel(_Item):
+    """A whole scenario file."""
+
+    name: str
+    description: str = ""
+    topologies: list[str] = Field(min_length=1)
+    """Topology files (relative to the scenario file); two or more make a comparison."""
+    engine: Literal["packet", "flow", "auto"] = "auto"
+    seed: int = 0
+    packet_bytes: int | None = Field(default=None, ge=64)
+    workloads: list[WorkloadItem] = Field(min_length=1)
+
+
+def load_scenario(path: str | Path) -> tuple[ScenarioModel, list[Path]]:
+    """Validate a scenario file; return it and its topology paths resolved against the file."""
+    path = Path(path)
+    data, sources = load_yaml(path)
+    if not isinstance(data, dict):
+        raise InputError("a scenario file is a mapping of keys", file=str(path), line=1)
+    scenario = validate_model(ScenarioModel, data, sources)
+    topologies = []
+    for i, name in enumerate(scenario.topologies):
+        topo = (path.parent / name) if not Path(name).is_absolute() else Path(name)
+        if not topo.is_file():
+            raise sources.error(("topologies", i), f"no such topology file {str(topo)!r}")
+        topologies.append(topo)
+    return scenario, topologies
