@@ -1,5 +1,5 @@
 """The list of command modules; each defines ``register(app)``."""
 
-from simulator.cli import bench, describe, lab
+from simulator.cli import bench, compare, describe, lab, run, validate
 
-MODULES = [describe, bench, lab]
+MODULES = [describe, bench, run, compare, validate, lab]

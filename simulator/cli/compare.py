@@ -1,0 +1,63 @@
+"""``fabricsim compare A.yaml B.yaml ...``: the same workload on several systems, side by side."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+from rich.console import Console
+
+from simulator.cli.common import EngineOpt
+from simulator.errors import InputError
+from simulator.reports.export import write_json
+
+
+def register(app: typer.Typer) -> None:
+    @app.command()
+    def compare(
+        topologies: Annotated[list[str], typer.Argument(help="Two or more topology YAML files.")],
+        op: Annotated[Optional[str], typer.Option(help="Collective or copy to compare (with --sizes).")] = None,
+        gpus: Annotated[Optional[int], typer.Option(help="First N GPUs of each system (default: all).")] = None,
+        sizes: Annotated[str, typer.Option(help="1K:8G (doubling), a list 1M,64M, or one size.")] = "1M,64M,1G",
+        scenario: Annotated[Optional[str], typer.Option(help="Run this scenario's workloads instead of --op.")] = None,
+        engine: EngineOpt = "auto",
+        json_path: Annotated[Optional[str], typer.Option("--json", help="Write the comparison as JSON here.")] = None,
+        plot: Annotated[Optional[str], typer.Option(help="Write busbw vs size (PNG) here.")] = None,
+        power_plot: Annotated[Optional[str], typer.Option(help="Write the power breakdown (PNG) here.")] = None,
+    ) -> None:
+        """Compare systems: time, busbw, p99 latency, energy per op, static power, with a ratio column."""
+        from simulator.reports.scenario_run import run_scenario
+        from simulator.reports.scenario_text import print_scenario, scenario_plot
+        from simulator.workloads.scenario import CollectiveItem, CopyItem, ScenarioModel, load_scenario
+
+        if len(topologies) < 2:
+            raise InputError("compare needs two or more topology files", field="topologies")
+        if (op is None) == (scenario is None):
+            raise InputError("give either --op (with --sizes) or --scenario", field="op")
+        for topo in topologies:
+            if not Path(topo).is_file():
+                raise InputError("no such topology file", file=topo)
+        if scenario:
+            model, _ = load_scenario(scenario)
+            model = model.model_copy(update={"topologies": topologies, "engine": engine})
+        else:
+            kind = CopyItem if op in ("h2d", "d2h", "p2p") else CollectiveItem
+            item = kind.model_validate({"kind": kind.model_fields["kind"].annotation.__args__[0],
+                                        "name": f"{op}{f' {gpus} GPUs' if gpus else ''}", "op": op,
+                                        "sizes": sizes, **({"gpus": gpus} if gpus else {})})
+            model = ScenarioModel(name=f"{op} on {' vs '.join(Path(t).stem for t in topologies)}",
+                                  topologies=topologies, engine=engine, workloads=[item])
+        with Console(stderr=True).status("simulating") as status:
+            systems = run_scenario(model, [Path(t) for t in topologies],
+                                   on_row=lambda name, row: status.update(f"{name}: {row['workload']}"))
+        print_scenario(model, systems, Console())
+        inputs = [*topologies, *([scenario] if scenario else [])]
+        if json_path:
+            write_json(json_path, {"systems": [s.as_dict() for s in systems]}, inputs)
+        if plot:
+            scenario_plot(systems, plot)
+        if power_plot:
+            from simulator.reports.plots import power_breakdown
+
+            power_breakdown({s.name: s.energy() for s in systems}, power_plot)
