@@ -7,7 +7,8 @@ Exit codes: 0 success; 1 a check failed (e.g. validation error above threshold);
 
 from __future__ import annotations
 
-import sys
+import functools
+from typing import Callable
 
 import typer
 
@@ -27,22 +28,50 @@ def _root() -> None:
     """Simulate GPU interconnects: describe topologies, run scenarios, benchmark collectives."""
 
 
+def _mapped(callback: Callable) -> Callable:
+    """Wrap a command so bad input exits 2 with one line and a stopped simulation exits 3."""
+
+    @functools.wraps(callback)
+    def run(*args, **kwargs):  # noqa: ANN002, ANN003, ANN202
+        try:
+            return callback(*args, **kwargs)
+        except InputError as err:
+            typer.echo(f"fabricsim: {err}", err=True)
+            raise typer.Exit(2) from None
+        except SimulationError as err:
+            typer.echo(f"fabricsim: simulation stopped: {err}", err=True)
+            raise typer.Exit(3) from None
+
+    return run
+
+
+def _wrap_all(typer_app: typer.Typer) -> None:
+    for info in typer_app.registered_commands:
+        if info.callback is not None and not getattr(info.callback, "__wrapped__", None):
+            info.callback = _mapped(info.callback)
+    for group in typer_app.registered_groups:
+        if group.typer_instance is not None:
+            _wrap_all(group.typer_instance)
+
+
+_registered = False
+
+
 def _register() -> None:
-    """Each command lives in its own module with a ``register(app)`` function."""
+    """Each command lives in its own module with a ``register(app)`` function; every command's
+    errors are mapped to exit codes in one place."""
+    global _registered
+    if _registered:
+        return
     from simulator.cli import commands
 
     for module in commands.MODULES:
         module.register(app)
+    _wrap_all(app)
+    _registered = True
 
 
 def main(argv: list[str] | None = None) -> None:
     """Entry point of the console script and of ``python -m simulator``."""
     _register()
-    try:
-        app(args=argv, prog_name="fabricsim", standalone_mode=True)
-    except InputError as err:
-        print(f"fabricsim: {err}", file=sys.stderr)
-        sys.exit(2)
-    except SimulationError as err:
-        print(f"fabricsim: simulation stopped: {err}", file=sys.stderr)
-        sys.exit(3)
+    app(args=argv, prog_name="fabricsim", standalone_mode=True)

@@ -1,0 +1,89 @@
+"""validate: the table parses and pass/fail follows the threshold; compare runs on small systems."""
+
+import json
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from simulator.cli.app import _register, app
+from simulator.reports.sweeps import SweepSpec, build_workload, measure
+from simulator.reports.validation import load_published
+from simulator.topology.builder import build_fabric
+
+ROOT = Path(__file__).resolve().parent.parent
+TEACHING = ROOT / "topologies" / "teaching.yaml"
+_register()
+runner = CliRunner()
+
+
+def _predicted_sendrecv_busbw() -> float:
+    fabric = build_fabric(TEACHING)
+    spec = SweepSpec(op="sendrecv", gpus=2, sizes=(64 << 20,), engine="flow")
+    return measure(fabric, build_workload(fabric, spec, 64 << 20), spec)["busbw_GBps"]
+
+
+def _published_file(tmp_path: Path, published: float) -> Path:
+    path = tmp_path / "published.yaml"
+    path.write_text(f"""entries:
+  - name: teaching sendrecv
+    topology: {TEACHING}
+    op: sendrecv
+    gpus: 2
+    bytes: 64M
+    metric: busbw_GBps
+    published: {published}
+    source: "made up for the test"
+""")
+    return path
+
+
+def test_shipped_validation_file_is_well_formed():
+    entries = load_published(ROOT / "validation" / "published.yaml")
+    assert len(entries) >= 8
+    assert all(e.source for e in entries)
+    systems = {Path(e.topology).stem for e in entries}
+    assert {"dgx_a100", "hgx_h100", "hgx_h200", "gb200_nvl72"} <= systems
+
+
+@pytest.mark.parametrize("factor,exit_code", [(1.04, 0), (1.5, 1), (0.6, 1)])
+def test_pass_fail_follows_threshold(tmp_path, factor, exit_code):
+    predicted = _predicted_sendrecv_busbw()
+    path = _published_file(tmp_path, predicted * factor)
+    result = runner.invoke(app, ["validate", "--file", str(path), "--json", "--threshold", "10"])
+    assert result.exit_code == exit_code, result.output
+    data = json.loads(result.stdout)
+    (row,) = data["rows"]
+    assert row["predicted"] == pytest.approx(predicted)
+    assert row["error_pct"] == pytest.approx(100 * (1 / factor - 1), rel=1e-6)
+    assert row["passed"] is (exit_code == 0)
+
+
+def test_bad_validation_file_is_located(tmp_path):
+    path = _published_file(tmp_path, 10).read_text().replace("metric: busbw_GBps", "metric: speed")
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(path)
+    result = runner.invoke(app, ["validate", "--file", str(bad)])
+    assert result.exit_code == 2
+    assert f"{bad}:7: entries[0].metric:" in result.stderr
+
+
+def test_compare_small_systems(tmp_path):
+    out = tmp_path / "cmp.json"
+    result = runner.invoke(app, ["compare", str(ROOT / "topologies" / "dgx_a100.yaml"),
+                                 str(ROOT / "topologies" / "hgx_h100.yaml"), "--op", "all_reduce",
+                                 "--sizes", "64M", "--engine", "flow", "--json", str(out)])
+    assert result.exit_code == 0, result.output
+    systems = json.loads(out.read_text())["systems"]
+    assert [s["topology"].split("/")[-1] for s in systems] == ["dgx_a100.yaml", "hgx_h100.yaml"]
+    a100, h100 = (s["rows"][0] for s in systems)
+    assert {"bytes", "time_us", "algbw_GBps", "busbw_GBps"} <= set(a100)
+    # 18 NVLink4 links vs 12 NVLink3 links per GPU: H100 must be faster at 64 MiB
+    assert h100["busbw_GBps"] > a100["busbw_GBps"] * 1.3
+    assert all(s["energy_J"] > 0 and s["power_W"]["total"] > 0 for s in systems)
+    assert "faster by" in result.stdout
+
+
+def test_compare_needs_two_systems():
+    result = runner.invoke(app, ["compare", str(TEACHING), "--op", "all_reduce"])
+    assert result.exit_code == 2
