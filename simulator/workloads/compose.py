@@ -17,3 +17,18 @@ def append(dag: DagBuilder, workload: Workload, after: list[int] | tuple[int, ..
         has_child.update(t.deps)
         dag.add(t.src, t.dst, t.bytes, deps, t.delay_s, t.paths, f"{tag}{t.tag}")
     return [t.id + offset for t in workload.transfers if t.id not in has_child]
+
+
+def transformer_layers(gpus: list[str] | tuple[str, ...], layers: int, attn_s: float, mlp_s: float,
+                       allreduce: Workload | None) -> DagBuilder:
+    """Tensor-parallel layers: on every GPU the attention block (``attn_s``), an all-reduce, the
+    MLP block (``mlp_s``), an all-reduce; each phase waits for the previous one on all GPUs
+    (Megatron-style TP: two all-reduces per layer)."""
+    dag = DagBuilder()
+    after: list[int] = []
+    for layer in range(layers):
+        for half, t_s in (("attn", attn_s), ("mlp", mlp_s)):
+            after = [dag.add(g, g, 0, after, t_s, tag=f"L{layer}.{half}.compute") for g in gpus]
+            if allreduce:
+                after = append(dag, allreduce, after, tag=f"L{layer}.{half}.ar.")
+    return dag

@@ -15,9 +15,8 @@ from simulator.topology.fabric import Fabric
 from simulator.workloads.attention.model import (FLASH_DECODING_MIN_SPLIT_TOKENS, AttentionRun,
                                                  GpuRoofline, KernelTime, ModelShape, roofline)
 from simulator.workloads.collectives import build_collective
-from simulator.workloads.collectives.base import DagBuilder
 from simulator.workloads.collectives.tuner import predict_s
-from simulator.workloads.compose import append
+from simulator.workloads.compose import transformer_layers
 
 
 def decode_attention(gpu: GpuRoofline, m: ModelShape, flash_decoding: bool) -> KernelTime:
@@ -46,15 +45,9 @@ def decode_step(fabric: Fabric, gpus: list[str], gpu: GpuRoofline, m: ModelShape
     attn = decode_attention(gpu, m, flash_decoding)
     gemm = decode_gemms(gpu, m)
     ar_bytes = m.batch * m.hidden * m.dtype_bytes
-    dag = DagBuilder()
     ar = build_collective(fabric, gpus, "all_reduce", ar_bytes, algo, protocol) if m.tp > 1 else None
     ar_s = predict_s(fabric, ar) if ar else 0.0
-    after: list[int] = []
-    for layer in range(m.layers):
-        for half, t_s in (("attn", attn.time_s + gemm.time_s / 2), ("mlp", gemm.time_s / 2)):
-            after = [dag.add(g, g, 0, after, t_s, tag=f"L{layer}.{half}.compute") for g in gpus]
-            if ar:
-                after = append(dag, ar, after, tag=f"L{layer}.{half}.ar.")
+    dag = transformer_layers(gpus, m.layers, attn.time_s + gemm.time_s / 2, gemm.time_s / 2, ar)
     compute_s = m.layers * (attn.time_s + gemm.time_s)
     comm_s = m.layers * 2 * ar_s
     figures = {

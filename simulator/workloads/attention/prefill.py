@@ -11,9 +11,8 @@ import math
 from simulator.topology.fabric import Fabric
 from simulator.workloads.attention.model import PREFILL_Q_BLOCK, AttentionRun, GpuRoofline, ModelShape, roofline
 from simulator.workloads.collectives import build_collective
-from simulator.workloads.collectives.base import DagBuilder
 from simulator.workloads.collectives.tuner import predict_s
-from simulator.workloads.compose import append
+from simulator.workloads.compose import transformer_layers
 
 
 def prefill(fabric: Fabric, gpus: list[str], gpu: GpuRoofline, m: ModelShape,
@@ -28,13 +27,7 @@ def prefill(fabric: Fabric, gpus: list[str], gpu: GpuRoofline, m: ModelShape,
     ar_bytes = B * T * m.hidden * m.dtype_bytes
     ar = build_collective(fabric, gpus, "all_reduce", ar_bytes, algo, protocol) if len(gpus) > 1 else None
     ar_s = predict_s(fabric, ar) if ar else 0.0
-    dag = DagBuilder()
-    after: list[int] = []
-    for layer in range(m.layers):
-        for half, t_s in (("attn", attn.time_s + gemm.time_s / 2), ("mlp", gemm.time_s / 2)):
-            after = [dag.add(g, g, 0, after, t_s, tag=f"L{layer}.{half}.compute") for g in gpus]
-            if ar:
-                after = append(dag, ar, after, tag=f"L{layer}.{half}.ar.")
+    dag = transformer_layers(gpus, m.layers, attn.time_s + gemm.time_s / 2, gemm.time_s / 2, ar)
     compute_s, comm_s = m.layers * (attn.time_s + gemm.time_s), 2 * m.layers * ar_s
     figures = {"attention_per_layer_s": attn.time_s, "attention_bound": attn.bound,
                "attention_intensity_flop_per_B": attn.intensity, "sm_occupancy": attn.occupancy,
