@@ -8,7 +8,11 @@ import typer
 from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
-from simulator.cli.common import EngineOpt, PacketBytesOpt, SeedOpt, load_fabric
+from simulator.cli.common import EngineOpt, PacketBytesOpt, SeedOpt, load_fabric, report_console
+from simulator.errors import InputError
+from simulator.reports.fanout import combine
+from simulator.topology.fabric import Fabric
+from simulator.topology.routing import equal_cost_routes
 from simulator.reports.export import write_json
 from simulator.reports.nccl_table import nccl_table, nccl_text
 
@@ -31,6 +35,14 @@ def register(app: typer.Typer) -> None:
         seed: SeedOpt = 0,
         json_path: Annotated[Optional[str], typer.Option("--json", help="Write rows as JSON here.")] = None,
         plot: Annotated[Optional[str], typer.Option(help="Write busbw vs size (PNG) here.")] = None,
+        heatmap: Annotated[Optional[str], typer.Option(
+            help="Write the link-utilization heatmap of the largest size (PNG) here.")] = None,
+        trace: Annotated[Optional[str], typer.Option(
+            help="Write a Perfetto/Chrome trace (JSON) of the packet-engine runs here.")] = None,
+        credit_plot: Annotated[Optional[str], typer.Option(
+            help="Write credit occupancy and queue depth over time of one link (PNG; packet engine).")] = None,
+        link: Annotated[Optional[int], typer.Option(
+            help="Channel id for --credit-plot (default: GPU 0's first link towards GPU 1).")] = None,
         text: Annotated[bool, typer.Option("--text", help="Plain nccl-tests text instead of a rich table.")] = False,
     ) -> None:
         """Sweep message sizes of one collective and print the nccl-tests columns (busbw in GB/s, 1 GB = 1e9 B)."""
@@ -39,15 +51,41 @@ def register(app: typer.Typer) -> None:
         fabric = load_fabric(topology)
         spec = SweepSpec(op=op, gpus=gpus or len(fabric.gpus), sizes=tuple(size_list(sizes)), algo=algo,
                          protocol=protocol, engine=engine, packet_bytes=packet_bytes, seed=seed)
+        tracer = recorder = None
+        if trace:
+            from simulator.reports.trace import TraceWriter
+
+            tracer = TraceWriter()
+        if credit_plot:
+            from simulator.reports.plots import CreditRecorder
+
+            recorder = CreditRecorder(fabric.channels[_credit_link(fabric, spec.gpus, link)])
+        last: list = []
+        kwargs = dict(observer=combine(tracer, recorder), on_result=lambda _workload, result: last.append(result))
         console = Console(stderr=True)
         if len(spec.sizes) >= PROGRESS_MIN_SIZES and console.is_terminal:
             with Progress(TextColumn("{task.description}"), BarColumn(), TextColumn("{task.completed}/{task.total}"),
                           TimeElapsedColumn(), console=console, transient=True) as progress:
                 task = progress.add_task(f"{op} on {spec.gpus} GPUs", total=len(spec.sizes))
-                rows = sweep(fabric, spec, on_row=lambda _row: progress.advance(task))
+                rows = sweep(fabric, spec, on_row=lambda _row: progress.advance(task), **kwargs)
         else:
-            rows = sweep(fabric, spec)
+            rows = sweep(fabric, spec, **kwargs)
         inputs = [topology]
+        if heatmap:
+            from simulator.reports.plots import link_utilization_heatmap
+
+            link_utilization_heatmap(fabric, last[-1], heatmap,
+                                     title=f"{op} of {rows[-1]['bytes']} B on {spec.gpus} GPUs ({last[-1].engine} engine)")
+        if tracer:
+            tracer.write(trace)
+        if recorder:
+            if not any(r.engine == "packet" for r in last):
+                raise InputError("--credit-plot needs a packet-engine run: add --engine packet", field="credit_plot")
+            from simulator.reports.plots import credit_timeseries
+
+            times, credits, depth = recorder.series()
+            credit_timeseries(times, credits, depth, recorder.buffer_credits, credit_plot,
+                              label=f"channel {recorder.cid}")
         if json_path:
             write_json(json_path, {"topology": topology, "op": op, "gpus": spec.gpus, "algo": algo,
                                    "engine": engine, "rows": rows}, inputs)
@@ -60,5 +98,15 @@ def register(app: typer.Typer) -> None:
             typer.echo(nccl_text(op, spec.gpus, rows))
         else:
             chosen = sorted({f"{r['algo']}/{r['protocol']}/{r['engine']}" for r in rows})
-            Console().print(nccl_table(op, spec.gpus, rows,
+            report_console().print(nccl_table(op, spec.gpus, rows,
                                        title=f"{fabric.name}: {op} on {spec.gpus} GPUs ({', '.join(chosen)})"))
+
+
+def _credit_link(fabric: Fabric, gpus: int, link: int | None) -> int:
+    """The channel to record: ``link`` if given, else GPU 0's first hop towards GPU 1 (or any GPU)."""
+    if link is not None:
+        if not 0 <= link < len(fabric.channels):
+            raise InputError(f"{fabric.name} has channels 0..{len(fabric.channels) - 1}, not {link}", field="link")
+        return link
+    src, dst = fabric.gpus[0], fabric.gpus[1 % max(1, min(gpus, len(fabric.gpus)))]
+    return equal_cost_routes(fabric, src, dst)[0][0]

@@ -23,3 +23,16 @@ def load_fabric(path: str) -> Fabric:
     if not Path(path).is_file():
         raise InputError("no such topology file", file=path)
     return build_fabric(path)
+
+
+REPORT_WIDTH = 150
+"""Columns for tables written to a pipe or file (a terminal uses its own width)."""
+
+
+def report_console() -> "Console":
+    """Console for result tables: the terminal's width, or a wide fixed width when redirected."""
+    import sys
+
+    from rich.console import Console
+
+    return Console() if sys.stdout.isatty() else Console(width=REPORT_WIDTH)

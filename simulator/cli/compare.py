@@ -8,7 +8,7 @@ from typing import Annotated, Optional
 import typer
 from rich.console import Console
 
-from simulator.cli.common import EngineOpt
+from simulator.cli.common import EngineOpt, report_console
 from simulator.errors import InputError
 from simulator.reports.export import write_json
 
@@ -51,7 +51,7 @@ def register(app: typer.Typer) -> None:
         with Console(stderr=True).status("simulating") as status:
             systems = run_scenario(model, [Path(t) for t in topologies],
                                    on_row=lambda name, row: status.update(f"{name}: {row['workload']}"))
-        print_scenario(model, systems, Console())
+        print_scenario(model, systems, report_console())
         inputs = [*topologies, *([scenario] if scenario else [])]
         if json_path:
             write_json(json_path, {"systems": [s.as_dict() for s in systems]}, inputs)

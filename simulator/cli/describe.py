@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from typing import Annotated, Any
+from typing import Annotated, Any, Optional
 
 import typer
 from rich.console import Console
@@ -15,12 +15,18 @@ def register(app: typer.Typer) -> None:
     def describe(
         topology: Annotated[str, typer.Argument(help="Topology YAML file, e.g. topologies/gb200_nvl72.yaml.")],
         as_json: Annotated[bool, typer.Option("--json", help="Print exactly one JSON object on stdout.")] = False,
+        plot: Annotated[Optional[str], typer.Option(help="Write a drawing of the topology in tiers (PNG) here.")] = None,
     ) -> None:
         """Summarize a topology: devices, links, per-GPU and bisection bandwidth, static power."""
         from simulator.topology.builder import build_fabric
         from simulator.topology.describe import describe as summarize
 
-        summary = summarize(build_fabric(topology))
+        fabric = build_fabric(topology)
+        summary = summarize(fabric)
+        if plot:
+            from simulator.reports.plots import topology_drawing
+
+            topology_drawing(fabric, plot, title=fabric.name)
         if as_json:
             typer.echo(json.dumps(summary))
         else:

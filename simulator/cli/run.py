@@ -7,6 +7,7 @@ from typing import Annotated, Optional
 import typer
 from rich.console import Console
 
+from simulator.cli.common import report_console
 from simulator.reports.export import write_csv, write_json
 
 
@@ -36,7 +37,7 @@ def register(app: typer.Typer) -> None:
         with console.status(f"running {model.name}") as status:
             systems = run_scenario(model, topologies, observer=observer,
                                    on_row=lambda sysname, row: status.update(f"{sysname}: {row['workload']}"))
-        print_scenario(model, systems, Console())
+        print_scenario(model, systems, report_console())
         payload = {"scenario": model.name, "systems": [s.as_dict() for s in systems]}
         if json_path:
             write_json(json_path, payload, inputs)

@@ -44,6 +44,8 @@ class SystemResult:
     name: str
     rows: list[dict] = field(default_factory=list)
     power_W: dict = field(default_factory=dict)
+    inventory: dict = field(default_factory=dict)
+    """Counts of cables by kind, optical modules and retimers (from the topology)."""
 
     def energy(self) -> EnergyReport:
         """The whole scenario on this system as one run: static power over the summed simulated
@@ -58,7 +60,22 @@ class SystemResult:
 
     def as_dict(self) -> dict:
         return {"topology": self.topology, "name": self.name, "rows": self.rows, "power_W": self.power_W,
-                "energy_J": sum(r.get("energy_J") or 0.0 for r in self.rows)}
+                "inventory": self.inventory, "energy_J": sum(r.get("energy_J") or 0.0 for r in self.rows)}
+
+
+def inventory(fabric: Fabric) -> dict[str, int]:
+    """Physical links by cable kind (board traces left out) and retimers, each link counted once."""
+    counts: dict[str, int] = {}
+    seen: set[int] = set()
+    for ch in fabric.channels:
+        if ch.link in seen:
+            continue
+        seen.add(ch.link)
+        if ch.cable and ch.cable != "trace":
+            counts[f"{ch.cable} links"] = counts.get(f"{ch.cable} links", 0) + 1
+        if ch.retimers:
+            counts["retimer count"] = counts.get("retimer count", 0) + ch.retimers
+    return counts
 
 
 def gpu_roofline(fabric: Fabric, gpu: str) -> GpuRoofline:
@@ -157,7 +174,7 @@ def run_scenario(scenario: ScenarioModel, topologies: list[Path],
     for topo in topologies:
         fabric = build_fabric(topo)
         system = SystemResult(topology=str(topo), name=fabric.name, power_W={
-            "total": sum(fabric.static_power_W.values()), **fabric.static_power_W})
+            "total": sum(fabric.static_power_W.values()), **fabric.static_power_W}, inventory=inventory(fabric))
         for item in scenario.workloads:
             for row in _item_rows(fabric, item, scenario, packet, observer):
                 system.rows.append(row)

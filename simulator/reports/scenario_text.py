@@ -45,8 +45,8 @@ def workload_table(name: str, per_system: dict[str, list[dict]], reference: str)
 def _sweep_table(name: str, kind: str, per_system: dict[str, list[dict]], reference: str) -> Table:
     """Rows by size then system; ``x ref`` = time / time of the reference system at that size."""
     table = Table(title=f"{name} ({kind})", title_justify="left", title_style="bold")
-    for col in ("size", "system", "time (us)", "busbw (GB/s)", "x ref", "algo/proto/engine", "busiest link",
-                "energy (J)"):
+    for col in ("size", "system", "time (us)", "x ref", "algbw (GB/s)", "busbw (GB/s)", "p99 pkt (us)",
+                "algo/proto/engine", "busiest link", "energy (J)", "avg W"):
         table.add_column(col, justify="left" if col in ("system", "algo/proto/engine", "busiest link") else "right")
     ref_time = {r["bytes"]: r["time_us"] for r in per_system.get(reference, [])}
     sizes = sorted({r["bytes"] for rows in per_system.values() for r in rows})
@@ -54,9 +54,11 @@ def _sweep_table(name: str, kind: str, per_system: dict[str, list[dict]], refere
         for system, rows in per_system.items():
             for r in (r for r in rows if r["bytes"] == size):
                 ratio = r["time_us"] / ref_time[size] if ref_time.get(size) else None
-                table.add_row(format_bytes(size), system, _fmt(r["time_us"]), _fmt(r["busbw_GBps"]),
-                              _fmt(ratio), f"{r.get('algo')}/{r.get('protocol')}/{r.get('engine')}",
-                              _fmt(r.get("busiest_link")), _fmt(r.get("energy_J"), ".3g"))
+                table.add_row(format_bytes(size), system, _fmt(r["time_us"]), _fmt(ratio), _fmt(r["algbw_GBps"]),
+                              _fmt(r["busbw_GBps"]), _fmt(r.get("p99_latency_us")),
+                              f"{r.get('algo')}/{r.get('protocol')}/{r.get('engine')}",
+                              _fmt(r.get("busiest_link")), _fmt(r.get("energy_J"), ".3g"),
+                              _fmt(r.get("avg_power_W"), ",.0f"))
     return table
 
 
@@ -66,7 +68,8 @@ _METRICS = (("time_us", "time (us)"), ("compute_us", "compute on critical path (
             ("attention_bound", "attention kernel bound"), ("sm_occupancy", "SM occupancy"),
             ("allreduce_algo", "all-reduce algorithm"), ("link_kinds", "link kinds on path"),
             ("overlapped", "comm hidden under compute"), ("busiest_link", "busiest link"),
-            ("engine", "engine"), ("energy_J", "energy (J)"), ("pJ_per_byte", "pJ per byte"))
+            ("engine", "engine"), ("energy_J", "energy (J)"), ("avg_power_W", "average power (W)"),
+            ("pJ_per_byte", "pJ per byte"))
 
 
 def _metric_table(name: str, kind: str, per_system: dict[str, list[dict]], reference: str) -> Table:
@@ -87,24 +90,27 @@ def _metric_table(name: str, kind: str, per_system: dict[str, list[dict]], refer
 
 
 def power_table(systems: Sequence[SystemResult]) -> Table:
-    """Static interconnect power by component kind, and energy of the whole scenario."""
+    """Static interconnect power by component kind, part counts, and energy of the whole scenario."""
     kinds = sorted({k for s in systems for k in s.power_W if k != "total"})
-    table = Table(title="Static interconnect power (W) and scenario energy", title_justify="left",
-                  title_style="bold")
+    counts = sorted({k for s in systems for k in s.inventory})
+    table = Table(title="Static interconnect power (W), cables/optics/retimers, scenario energy",
+                  title_justify="left", title_style="bold")
     table.add_column("system")
-    for col in [*kinds, "total W", "energy (J)"]:
+    for col in [*kinds, "total W", *counts, "energy (J)"]:
         table.add_column(col, justify="right")
     for s in systems:
         table.add_row(s.name, *[_fmt(float(s.power_W.get(k, 0.0)), ",.0f") for k in kinds],
-                      _fmt(float(s.power_W.get("total", 0.0)), ",.0f"), _fmt(s.as_dict()["energy_J"], ".3g"))
+                      _fmt(float(s.power_W.get("total", 0.0)), ",.0f"),
+                      *[_fmt(s.inventory.get(k, 0), ",") for k in counts], _fmt(s.as_dict()["energy_J"], ".3g"))
     return table
 
 
 def comparison_summary(systems: Sequence[SystemResult]) -> str:
-    """One paragraph: per workload, who wins, by how much, and the loser's busiest link."""
+    """One paragraph: per workload and per other system, who wins against the first system, by
+    how much (range over sizes), and the busiest link of each side."""
     if len(systems) < 2:
         return ""
-    names = [s.name for s in systems]
+    reference = systems[0].name
     sentences = []
     for workload, per_system in _by_workload(systems).items():
         times: dict[str, dict[int, float]] = defaultdict(dict)
@@ -113,19 +119,17 @@ def comparison_summary(systems: Sequence[SystemResult]) -> str:
             for r in rows:
                 times[system][r["bytes"]] = r["time_us"]
             links[system] = rows[-1].get("busiest_link") or "none"
-        a, b = names[0], names[1]
-        common = sorted(set(times[a]) & set(times[b]))
-        if not common:
-            continue
-        ratios = [times[b][n] / times[a][n] for n in common if times[a][n] > 0]
-        mean = math.exp(sum(math.log(r) for r in ratios) / len(ratios))
-        winner, loser = (a, b) if mean >= 1 else (b, a)
-        lo, hi = min(ratios), max(ratios)
-        if mean < 1:
-            lo, hi = 1 / hi, 1 / lo
-        span = f"{lo:.2g}x" if abs(hi - lo) < 0.05 * hi else f"{lo:.2g}x to {hi:.2g}x"
-        sentences.append(f"{workload}: {winner} is faster by {span} (the {loser} run's busiest link: "
-                         f"{links[loser]}; {winner}'s: {links[winner]}).")
+        for other in (s.name for s in systems[1:]):
+            common = sorted(set(times[reference]) & set(times[other]))
+            ratios = [times[other][n] / times[reference][n] for n in common if times[reference][n] > 0]
+            if not ratios:
+                continue
+            mean = math.exp(sum(math.log(r) for r in ratios) / len(ratios))
+            winner, loser = (reference, other) if mean >= 1 else (other, reference)
+            lo, hi = (min(ratios), max(ratios)) if mean >= 1 else (1 / max(ratios), 1 / min(ratios))
+            span = f"{lo:.2g}x" if abs(hi - lo) < 0.05 * hi else f"{lo:.2g}x to {hi:.2g}x"
+            sentences.append(f"{workload}: {winner} is faster than {loser} by {span} (busiest link on "
+                             f"{loser}: {links[loser]}; on {winner}: {links[winner]}).")
     return " ".join(sentences)
 
 

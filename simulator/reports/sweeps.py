@@ -17,6 +17,7 @@ import numpy as np
 from simulator.engine.dispatch import simulate
 from simulator.engine.flow import FlowConfig
 from simulator.engine.packet import EngineObserver, PacketConfig
+from simulator.engine.result import RunResult
 from simulator.engine.transfer import Workload
 from simulator.errors import InputError
 from simulator.metrics.bottleneck import busiest_link
@@ -86,8 +87,9 @@ def build_workload(fabric: Fabric, spec: SweepSpec, nbytes: int) -> Workload:
                             channels=spec.channels)
 
 
-def measure(fabric: Fabric, workload: Workload, spec: SweepSpec, observer: EngineObserver | None = None) -> dict:
-    """Simulate one workload and return its row (``observer`` sees packet-engine runs)."""
+def run_one(fabric: Fabric, workload: Workload, spec: SweepSpec,
+            observer: EngineObserver | None = None) -> tuple[dict, RunResult]:
+    """Simulate one workload; its row and the raw result (``observer`` sees packet-engine runs)."""
     packet = PacketConfig(seed=spec.seed, **({"packet_bytes": spec.packet_bytes} if spec.packet_bytes else {}))
     result = simulate(fabric, workload, engine=spec.engine, packet=packet, flow=FlowConfig(), observer=observer)
     energy = energy_report(fabric, result)
@@ -100,15 +102,26 @@ def measure(fabric: Fabric, workload: Workload, spec: SweepSpec, observer: Engin
         pJ_per_byte=energy.pJ_per_byte if result.bytes_delivered else None,
         dynamic_J=dict(energy.dynamic_J), busiest_link=busiest_link(fabric, result),
     )
-    return row
+    return row, result
+
+
+def measure(fabric: Fabric, workload: Workload, spec: SweepSpec, observer: EngineObserver | None = None) -> dict:
+    """Simulate one workload and return its row."""
+    return run_one(fabric, workload, spec, observer)[0]
 
 
 def sweep(fabric: Fabric, spec: SweepSpec, on_row: Callable[[dict], None] | None = None,
-          observer: EngineObserver | None = None) -> list[dict]:
-    """One row per size, in size order; ``on_row`` is called after each (progress bars)."""
+          observer: EngineObserver | None = None,
+          on_result: Callable[[Workload, RunResult], None] | None = None) -> list[dict]:
+    """One row per size, in size order; ``on_row`` is called after each (progress bars),
+    ``on_result`` with the raw run (plots that need per-channel data)."""
     rows = []
     for nbytes in spec.sizes:
-        rows.append(measure(fabric, build_workload(fabric, spec, nbytes), spec, observer))
+        workload = build_workload(fabric, spec, nbytes)
+        row, result = run_one(fabric, workload, spec, observer)
+        rows.append(row)
         if on_row:
-            on_row(rows[-1])
+            on_row(row)
+        if on_result:
+            on_result(workload, result)
     return rows
