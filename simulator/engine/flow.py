@@ -39,14 +39,48 @@ class FlowConfig:
 
 @dataclass(slots=True)
 class _Plan:
-    """Per-transfer routing decided before the run: sub-flow bytes and routes, latency."""
+    """Per-transfer routing decided before the run: sub-flow routes (interned ids) and byte shares,
+    latency of the slowest route, mean hops per byte."""
 
-    routes: list[tuple[int, ...]]
-    shares: list[float]
+    route_ids: np.ndarray
+    shares: np.ndarray
     latency_s: float
+    mean_hops: float
 
 
-def _plan(fabric: Fabric, workload: Workload) -> list[_Plan | None]:
+class _RouteTable:
+    """Routes interned to ids, their channels in CSR form (``ptr``/``channels``) for numpy gathers."""
+
+    __slots__ = ("id_of", "routes", "ptr", "channels", "length")
+
+    def __init__(self) -> None:
+        self.id_of: dict[tuple[int, ...], int] = {}
+        self.routes: list[tuple[int, ...]] = []
+
+    def intern(self, route: tuple[int, ...]) -> int:
+        rid = self.id_of.get(route)
+        if rid is None:
+            rid = self.id_of[route] = len(self.routes)
+            self.routes.append(route)
+        return rid
+
+    def freeze(self) -> None:
+        """Build the CSR arrays once every route is known."""
+        self.length = np.fromiter((len(r) for r in self.routes), dtype=np.int64, count=len(self.routes))
+        self.ptr = np.zeros(len(self.routes) + 1, dtype=np.int64)
+        np.cumsum(self.length, out=self.ptr[1:])
+        self.channels = np.fromiter((c for r in self.routes for c in r), dtype=np.int64, count=int(self.ptr[-1]))
+
+    def entries(self, rids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(entry -> index in ``rids``, entry -> channel) for the routes ``rids``."""
+        lengths = self.length[rids]
+        entry_flow = np.repeat(np.arange(len(rids)), lengths)
+        first = np.cumsum(lengths) - lengths
+        entry_channel = self.channels[np.repeat(self.ptr[rids] - first, lengths) + np.arange(int(lengths.sum()))]
+        return entry_flow, entry_channel
+
+
+def _plan(fabric: Fabric, workload: Workload, table: _RouteTable) -> list[_Plan | None]:
     plans: list[_Plan | None] = []
     cache: dict[tuple, _Plan] = {}
     for t in workload.transfers:
@@ -60,50 +94,78 @@ def _plan(fabric: Fabric, workload: Workload) -> list[_Plan | None]:
             if not routes:
                 raise SimulationError(f"transfer {t.id} ({t.src}->{t.dst}) has no route")
             if routes == [()]:
-                plan = _Plan([], [], 0.0)  # local copy: no channel crossed
+                plan = _Plan(np.zeros(0, dtype=np.int64), np.zeros(0), 0.0, 0.0)  # local copy
             else:
                 rates = np.array([route_rate_Bps(fabric, r) for r in routes])
-                plan = _Plan(routes, list(rates / rates.sum()),
-                             max(route_latency_s(fabric, r) for r in routes))
+                shares = rates / rates.sum()
+                keep = shares > 0
+                plan = _Plan(np.array([table.intern(tuple(r)) for r, k in zip(routes, keep) if k], dtype=np.int64),
+                             shares[keep], max(route_latency_s(fabric, r) for r in routes),
+                             float(sum(s * len(r) for r, s in zip(routes, shares))))
             cache[key] = plan
         plans.append(plan)
+    table.freeze()
     return plans
 
 
 class _Active:
-    """The set of active sub-flows, as parallel lists plus numpy views rebuilt on change."""
+    """The active sub-flows as parallel numpy arrays. Additions are queued and concatenated once
+    per event (``flush``), so adding k sub-flows costs O(k), not O(k x active)."""
 
-    __slots__ = ("tid", "bytes", "left", "route", "rate", "dirty")
+    __slots__ = ("tid", "bytes", "left", "rid", "rate", "dirty", "_pending")
 
     def __init__(self) -> None:
-        self.tid: list[int] = []
-        self.bytes: list[float] = []
+        self.tid = np.zeros(0, dtype=np.int64)
+        self.bytes = np.zeros(0)
+        """Bytes of each sub-flow (B)."""
         self.left = np.zeros(0)
-        self.route: list[tuple[int, ...]] = []
+        """Bytes still to move (B)."""
+        self.rid = np.zeros(0, dtype=np.int64)
+        """Interned route id of each sub-flow."""
         self.rate = np.zeros(0)
+        """Current max-min rate (B/s)."""
         self.dirty = False
+        self._pending: list[tuple[int, float, _Plan]] = []
 
-    def add(self, tid: int, nbytes: float, route: tuple[int, ...]) -> None:
-        self.tid.append(tid)
-        self.bytes.append(nbytes)
-        self.left = np.append(self.left, nbytes)
-        self.route.append(route)
+    def __len__(self) -> int:
+        return len(self.tid)
+
+    def add(self, tid: int, nbytes: float, plan: _Plan) -> None:
+        """Queue the sub-flows of transfer ``tid`` (``nbytes`` spread over ``plan``'s routes)."""
+        self._pending.append((tid, nbytes, plan))
         self.dirty = True
+
+    def flush(self) -> None:
+        pending = self._pending
+        if not pending:
+            return
+        counts = [len(p.route_ids) for _, _, p in pending]
+        tid = np.repeat(np.fromiter((t for t, _, _ in pending), dtype=np.int64, count=len(pending)), counts)
+        nbytes = np.concatenate([b * p.shares for _, b, p in pending])
+        rid = np.concatenate([p.route_ids for _, _, p in pending])
+        self.tid = np.concatenate((self.tid, tid))
+        self.bytes = np.concatenate((self.bytes, nbytes))
+        self.left = np.concatenate((self.left, nbytes))
+        self.rid = np.concatenate((self.rid, rid))
+        pending.clear()
 
     def keep(self, mask: np.ndarray) -> None:
-        idx = np.flatnonzero(mask)
-        self.tid = [self.tid[i] for i in idx]
-        self.bytes = [self.bytes[i] for i in idx]
-        self.route = [self.route[i] for i in idx]
-        self.left = self.left[idx]
+        self.tid = self.tid[mask]
+        self.bytes = self.bytes[mask]
+        self.left = self.left[mask]
+        self.rid = self.rid[mask]
         self.dirty = True
 
-    def reallocate(self, capacity: np.ndarray) -> None:
-        lengths = np.fromiter((len(r) for r in self.route), dtype=np.int64, count=len(self.route))
-        entry_flow = np.repeat(np.arange(len(self.route)), lengths)
-        entry_channel = np.fromiter((c for r in self.route for c in r), dtype=np.int64,
-                                    count=int(lengths.sum()))
-        self.rate = max_min_rates(len(self.route), entry_flow, entry_channel, capacity)
+    def reallocate(self, capacity: np.ndarray, table: _RouteTable) -> None:
+        """Max-min rates. Sub-flows on the same route get the same max-min rate, so the allocation
+        is solved over distinct routes weighted by how many sub-flows use each."""
+        mult = np.bincount(self.rid, minlength=len(table.routes))
+        used = np.flatnonzero(mult)
+        entry_flow, entry_channel = table.entries(used)
+        per_route = np.zeros(len(table.routes))
+        per_route[used] = max_min_rates(len(used), entry_flow, entry_channel, capacity,
+                                        weight=mult[used].astype(float))
+        self.rate = per_route[self.rid]
         self.dirty = False
 
 
@@ -112,7 +174,8 @@ def run_flow(fabric: Fabric, workload: Workload, config: FlowConfig = FlowConfig
     wall0 = time.perf_counter()
     transfers = workload.transfers
     n = len(transfers)
-    plans = _plan(fabric, workload)
+    table = _RouteTable()
+    plans = _plan(fabric, workload, table)
     capacity = np.array([c.rate_Bps for c in fabric.channels], dtype=float)
     start = np.full(n, np.nan)
     finish = np.full(n, np.nan)
@@ -122,7 +185,7 @@ def run_flow(fabric: Fabric, workload: Workload, config: FlowConfig = FlowConfig
         for d in t.deps:
             children[d].append(t.id)
     outstanding = np.zeros(n, dtype=np.int64)
-    channel_bytes = np.zeros(len(fabric.channels))
+    route_bytes = np.zeros(len(table.routes))
     heap: list[tuple[float, int, int, int]] = []
     seq = 0
 
@@ -142,28 +205,27 @@ def run_flow(fabric: Fabric, workload: Workload, config: FlowConfig = FlowConfig
 
     active = _Active()
     now, events, delivered = 0.0, 0, 0
-    while heap or active.tid:
+    while heap or len(active):
         events += 1
         if events > config.max_events:
             raise SimulationError(f"flow engine stopped after {config.max_events} events")
         if active.dirty:
-            active.reallocate(capacity)
-        t_flow = now + float(np.min(active.left / active.rate)) if active.tid else np.inf
+            active.reallocate(capacity, table)
+        t_flow = now + float(np.min(active.left / active.rate)) if len(active) else np.inf
         t_next = min(heap[0][0] if heap else np.inf, t_flow)
-        if active.tid:
+        if len(active):
             active.left -= active.rate * (t_next - now)
-            drained = active.left <= config.done_fraction * np.asarray(active.bytes)
+            drained = active.left <= config.done_fraction * active.bytes
             if t_next == t_flow:
                 drained[np.argmin(active.left)] = True
             if drained.any():
-                for i in np.flatnonzero(drained):
-                    tid = active.tid[i]
-                    for cid in active.route[i]:
-                        channel_bytes[cid] += active.bytes[i]
-                    outstanding[tid] -= 1
-                    if outstanding[tid] == 0:
-                        heapq.heappush(heap, (t_next + plans[tid].latency_s, seq, _FINISH, tid))
-                        seq += 1
+                route_bytes += np.bincount(active.rid[drained], weights=active.bytes[drained],
+                                           minlength=len(route_bytes))
+                tids = active.tid[drained]
+                np.subtract.at(outstanding, tids, 1)
+                for tid in np.unique(tids[outstanding[tids] == 0]).tolist():
+                    heapq.heappush(heap, (t_next + plans[tid].latency_s, seq, _FINISH, tid))
+                    seq += 1
                 active.keep(~drained)
         now = t_next
         while heap and heap[0][0] <= now:
@@ -171,15 +233,12 @@ def run_flow(fabric: Fabric, workload: Workload, config: FlowConfig = FlowConfig
             if kind == _START:
                 start[tid] = now
                 plan = plans[tid]
-                if not plan.routes:
+                if not len(plan.route_ids):
                     heapq.heappush(heap, (now, seq, _FINISH, tid))
                     seq += 1
                     continue
-                nbytes = transfers[tid].bytes
-                for route, share in zip(plan.routes, plan.shares):
-                    if share > 0:
-                        active.add(tid, nbytes * share, route)
-                        outstanding[tid] += 1
+                active.add(tid, float(transfers[tid].bytes), plan)
+                outstanding[tid] += len(plan.route_ids)
             else:
                 finish[tid] = now
                 delivered += transfers[tid].bytes
@@ -187,8 +246,12 @@ def run_flow(fabric: Fabric, workload: Workload, config: FlowConfig = FlowConfig
                     waiting[child] -= 1
                     if waiting[child] == 0:
                         release(child, now)
+        active.flush()
+    channel_bytes = np.zeros(len(fabric.channels))
+    if len(table.routes):
+        np.add.at(channel_bytes, table.channels, np.repeat(route_bytes, table.length))
     injected = sum(t.bytes for t in transfers)
-    hop_bytes = sum(t.bytes * _mean_hops(plans[t.id]) for t in transfers if plans[t.id] is not None)
+    hop_bytes = sum(t.bytes * plans[t.id].mean_hops for t in transfers if plans[t.id] is not None)
     invariants = {
         "all_transfers_finished": bool(np.all(np.isfinite(finish))),
         "bytes_conserved": delivered == injected,
@@ -202,6 +265,3 @@ def run_flow(fabric: Fabric, workload: Workload, config: FlowConfig = FlowConfig
                      channel_credit_stall_s=np.zeros(len(fabric.channels)), events=events,
                      wall_s=time.perf_counter() - wall0, invariants=invariants)
 
-
-def _mean_hops(plan: _Plan) -> float:
-    return sum(s * len(r) for r, s in zip(plan.routes, plan.shares))

@@ -9,12 +9,14 @@ _SATURATED = 1e-12
 
 
 def max_min_rates(n_flows: int, entry_flow: np.ndarray, entry_channel: np.ndarray,
-                  capacity_Bps: np.ndarray) -> np.ndarray:
+                  capacity_Bps: np.ndarray, weight: np.ndarray | None = None) -> np.ndarray:
     """Max-min fair rates (B/s) of ``n_flows`` flows over channels of ``capacity_Bps``.
 
     Flow ``entry_flow[k]`` crosses channel ``entry_channel[k]`` (one entry per flow and channel).
     Progressive filling: raise every unfrozen flow's rate equally until some channel is full,
     freeze the flows crossing it, repeat. Each flow must cross at least one channel.
+    ``weight[f]`` (default 1) counts flow ``f`` as that many identical flows (same channels), each
+    getting the returned rate: identical flows always share equally under max-min fairness.
     """
     rate = np.zeros(n_flows)
     if n_flows == 0:
@@ -25,7 +27,8 @@ def max_min_rates(n_flows: int, entry_flow: np.ndarray, entry_channel: np.ndarra
     frozen = np.zeros(n_flows, dtype=bool)
     live = np.ones(len(entry_flow), dtype=bool)
     while live.any():
-        count = np.bincount(local[live], minlength=len(used))
+        count = np.bincount(local[live], weights=None if weight is None else weight[entry_flow[live]],
+                            minlength=len(used))
         busy = count > 0
         share = np.full(len(used), np.inf)
         share[busy] = left[busy] / count[busy]
