@@ -14,6 +14,7 @@ from __future__ import annotations
 import heapq
 import time
 from dataclasses import dataclass
+from itertools import chain
 
 import numpy as np
 
@@ -22,7 +23,7 @@ from simulator.engine.result import RunResult
 from simulator.engine.transfer import Workload
 from simulator.errors import SimulationError
 from simulator.topology.fabric import Fabric
-from simulator.topology.routing import equal_cost_routes, route_latency_s, route_rate_Bps
+from simulator.topology.routing import equal_cost_routes
 
 _START, _FINISH = 0, 1
 
@@ -49,9 +50,11 @@ class _Plan:
 
 
 class _RouteTable:
-    """Routes interned to ids, their channels in CSR form (``ptr``/``channels``) for numpy gathers."""
+    """Routes interned to ids, their channels in CSR form (``ptr``/``channels``) for numpy gathers,
+    and per route its bottleneck rate (B/s) and zero-load latency (s), as ``topology.routing``'s
+    ``route_rate_Bps`` / ``route_latency_s`` define them, computed for all routes at once."""
 
-    __slots__ = ("id_of", "routes", "ptr", "channels", "length")
+    __slots__ = ("id_of", "routes", "ptr", "channels", "length", "rate_Bps", "latency_s")
 
     def __init__(self) -> None:
         self.id_of: dict[tuple[int, ...], int] = {}
@@ -64,12 +67,23 @@ class _RouteTable:
             self.routes.append(route)
         return rid
 
-    def freeze(self) -> None:
-        """Build the CSR arrays once every route is known."""
+    def freeze(self, fabric: Fabric) -> None:
+        """Build the arrays once every route is known (every route has at least one channel)."""
         self.length = np.fromiter((len(r) for r in self.routes), dtype=np.int64, count=len(self.routes))
         self.ptr = np.zeros(len(self.routes) + 1, dtype=np.int64)
         np.cumsum(self.length, out=self.ptr[1:])
-        self.channels = np.fromiter((c for r in self.routes for c in r), dtype=np.int64, count=int(self.ptr[-1]))
+        self.channels = np.array(list(chain.from_iterable(self.routes)), dtype=np.int64)
+        if not self.routes:
+            self.rate_Bps = self.latency_s = np.zeros(0)
+            return
+        chans, nodes = fabric.channels, fabric.nodes
+        rate = np.array([c.rate_Bps for c in chans])[self.channels]
+        link = np.array([c.latency_s for c in chans])[self.channels]
+        forward = np.array([nodes[c.dst].latency_s for c in chans])[self.channels]
+        starts, last = self.ptr[:-1], self.ptr[1:] - 1
+        self.rate_Bps = np.minimum.reduceat(rate, starts)
+        # links, plus the forwarding latency of every node entered except the destination
+        self.latency_s = np.add.reduceat(link, starts) + np.add.reduceat(forward, starts) - forward[last]
 
     def entries(self, rids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """(entry -> index in ``rids``, entry -> channel) for the routes ``rids``."""
@@ -80,32 +94,39 @@ class _RouteTable:
         return entry_flow, entry_channel
 
 
+_LOCAL = _Plan(np.zeros(0, dtype=np.int64), np.zeros(0), 0.0, 0.0)
+"""Plan of a local copy (src == dst): no channel crossed."""
+
+
 def _plan(fabric: Fabric, workload: Workload, table: _RouteTable) -> list[_Plan | None]:
-    plans: list[_Plan | None] = []
-    cache: dict[tuple, _Plan] = {}
+    """One plan per transfer (None for pure delays), shared by transfers with the same src, dst
+    and paths; sub-flow bytes in proportion to each route's bottleneck rate."""
+    route_ids: dict[tuple, list[int] | None] = {}
+    keys: list[tuple | None] = []
     for t in workload.transfers:
         if t.bytes == 0:
-            plans.append(None)
+            keys.append(None)
             continue
         key = (t.src, t.dst, t.paths)
-        plan = cache.get(key)
-        if plan is None:
-            routes = [r for r in (t.paths if t.paths is not None else equal_cost_routes(fabric, t.src, t.dst))]
+        keys.append(key)
+        if key not in route_ids:
+            routes = t.paths if t.paths is not None else equal_cost_routes(fabric, t.src, t.dst)
             if not routes:
                 raise SimulationError(f"transfer {t.id} ({t.src}->{t.dst}) has no route")
-            if routes == [()]:
-                plan = _Plan(np.zeros(0, dtype=np.int64), np.zeros(0), 0.0, 0.0)  # local copy
-            else:
-                rates = np.array([route_rate_Bps(fabric, r) for r in routes])
-                shares = rates / rates.sum()
-                keep = shares > 0
-                plan = _Plan(np.array([table.intern(tuple(r)) for r, k in zip(routes, keep) if k], dtype=np.int64),
-                             shares[keep], max(route_latency_s(fabric, r) for r in routes),
-                             float(sum(s * len(r) for r, s in zip(routes, shares))))
-            cache[key] = plan
-        plans.append(plan)
-    table.freeze()
-    return plans
+            route_ids[key] = None if tuple(routes) == ((),) else [table.intern(tuple(r)) for r in routes]
+    table.freeze(fabric)
+    plans: dict[tuple, _Plan] = {}
+    for key, rids in route_ids.items():
+        if rids is None:
+            plans[key] = _LOCAL
+            continue
+        ids = np.array(rids, dtype=np.int64)
+        rates = table.rate_Bps[ids]
+        shares = rates / rates.sum()
+        keep = shares > 0
+        plans[key] = _Plan(ids[keep], shares[keep], float(table.latency_s[ids].max()),
+                           float(np.dot(shares, table.length[ids])))
+    return [None if key is None else plans[key] for key in keys]
 
 
 class _Active:

@@ -21,7 +21,12 @@ def max_min_rates(n_flows: int, entry_flow: np.ndarray, entry_channel: np.ndarra
     rate = np.zeros(n_flows)
     if n_flows == 0:
         return rate
-    used, local = np.unique(entry_channel, return_inverse=True)
+    present = np.zeros(len(capacity_Bps), dtype=bool)
+    present[entry_channel] = True
+    used = np.flatnonzero(present)  # channels crossed, renumbered 0..len(used)-1 (no sort needed)
+    index = np.zeros(len(capacity_Bps), dtype=np.int64)
+    index[used] = np.arange(len(used))
+    local = index[entry_channel]
     cap = capacity_Bps[used].astype(float)
     left = cap.copy()
     frozen = np.zeros(n_flows, dtype=bool)
