@@ -85,19 +85,38 @@ class DagBuilder:
         return Workload(name, tuple(self.transfers), meta)
 
 
+@dataclass(frozen=True, slots=True)
+class PairFacts:
+    """What the builders ask about one (src, dst) pair, computed once per fabric."""
+
+    kind: str
+    """NCCL latency class of a step: ``network``, ``pcie`` or ``nvlink`` (see ``link_kind``)."""
+    latency_s: float
+    """Zero-load latency of the slowest equal-cost route (s)."""
+
+
+def pair_facts(fabric: Fabric, src: str, dst: str) -> PairFacts:
+    """``PairFacts`` of ``src`` -> ``dst``, cached in ``fabric.route_cache`` next to the routes
+    (key ``("collectives.pair", src, dst)``: no node pair can take a 3-tuple key)."""
+    key = ("collectives.pair", src, dst)
+    facts = fabric.route_cache.get(key)
+    if facts is None:
+        routes = equal_cost_routes(fabric, src, dst)
+        kinds = {fabric.channels[c].fabric for r in routes for c in r}
+        kind = next((k for k in ("network", "pcie") if k in kinds), "nvlink")
+        facts = fabric.route_cache[key] = PairFacts(kind, max(route_latency_s(fabric, r) for r in routes))
+    return facts
+
+
 def link_kind(fabric: Fabric, src: str, dst: str) -> str:
     """``network`` if the route crosses the scale-out network, else ``pcie`` if it crosses PCIe,
     else ``nvlink``: the NCCL latency class of a step."""
-    kinds = {fabric.channels[c].fabric for r in equal_cost_routes(fabric, src, dst) for c in r}
-    for kind in ("network", "pcie"):
-        if kind in kinds:
-            return kind
-    return "nvlink"
+    return pair_facts(fabric, src, dst).kind
 
 
 def route_lat_s(fabric: Fabric, src: str, dst: str) -> float:
     """Zero-load latency of the slowest equal-cost route (s)."""
-    return max(route_latency_s(fabric, r) for r in equal_cost_routes(fabric, src, dst))
+    return pair_facts(fabric, src, dst).latency_s
 
 
 def channel_paths(fabric: Fabric, src: str, dst: str, channel: int, channels: int) -> tuple[Route, ...]:

@@ -9,7 +9,7 @@ constants come from the protocol parts, bandwidths and latencies from the fabric
 
 from __future__ import annotations
 
-from collections import defaultdict
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -23,37 +23,76 @@ from simulator.topology.routing import equal_cost_routes, route_latency_s, route
 def predict_s(fabric: Fabric, workload: Workload) -> float:
     """Alpha-beta estimate of ``workload``'s makespan on ``fabric`` (s)."""
     ts = workload.transfers
-    depth = np.zeros(len(ts), dtype=np.int64)
+    if not ts:
+        return 0.0
+    depth = [0] * len(ts)
+    key_of: dict[tuple, int] = {}
+    spreads: list[_Spread] = []
+    moving, key_index = [], []
     for t in ts:
         if t.deps:
             depth[t.id] = 1 + max(depth[d] for d in t.deps)
-    load: dict[int, np.ndarray] = defaultdict(lambda: np.zeros(len(fabric.channels)))
-    spread: dict[tuple, tuple[np.ndarray, np.ndarray, float]] = {}
-    latency = np.zeros(len(ts))
-    for t in ts:
         if t.bytes == 0:
             continue
         key = (t.src, t.dst, t.paths)
-        if key not in spread:
-            spread[key] = _spread(fabric, t.paths if t.paths is not None else equal_cost_routes(fabric, t.src, t.dst))
-        channels, share, latency[t.id] = spread[key]
-        np.add.at(load[int(depth[t.id])], channels, t.bytes * share)
-    capacity = np.array([c.rate_Bps for c in fabric.channels])
-    phase_beta = {d: float(np.max(v / capacity)) for d, v in load.items()}
-    finish = np.zeros(len(ts))
+        k = key_of.get(key)
+        if k is None:
+            k = key_of[key] = len(spreads)
+            spreads.append(_spread(fabric, t.src, t.dst, t.paths))
+        moving.append(t.id)
+        key_index.append(k)
+    latency = np.zeros(len(ts))
+    phase_beta = np.zeros(max(depth) + 1)
+    if moving:
+        ids, keys = np.array(moving), np.array(key_index)
+        latency[ids] = np.array([s.latency_s for s in spreads])[keys]
+        # every (transfer, channel) entry: bytes on the channel, added up per (depth, channel)
+        lengths = np.array([len(s.channels) for s in spreads])
+        ptr = np.concatenate(([0], np.cumsum(lengths)))
+        counts = lengths[keys]
+        first = np.cumsum(counts) - counts
+        gather = np.repeat(ptr[keys] - first, counts) + np.arange(int(counts.sum()))
+        channels = np.concatenate([s.channels for s in spreads])[gather]
+        share = np.concatenate([s.share for s in spreads])[gather]
+        nbytes = np.array([ts[i].bytes for i in moving], dtype=float)
+        n_ch = len(fabric.channels)
+        cell = np.repeat(np.array(depth)[ids], counts) * n_ch + channels
+        cells, inverse = np.unique(cell, return_inverse=True)
+        load = np.bincount(inverse, weights=np.repeat(nbytes, counts) * share)
+        capacity = np.array([c.rate_Bps for c in fabric.channels])
+        np.maximum.at(phase_beta, cells // n_ch, load / capacity[cells % n_ch])
+    finish = [0.0] * len(ts)
+    lat, beta = latency.tolist(), phase_beta.tolist()
     for t in ts:
         ready = max((finish[d] for d in t.deps), default=0.0)
-        finish[t.id] = ready + t.delay_s + latency[t.id] + phase_beta.get(int(depth[t.id]), 0.0)
-    return float(finish.max()) if len(ts) else 0.0
+        finish[t.id] = ready + t.delay_s + lat[t.id] + beta[depth[t.id]]
+    return float(max(finish))
 
 
-def _spread(fabric: Fabric, routes) -> tuple[np.ndarray, np.ndarray, float]:
-    """Channels a transfer crosses, the share of its bytes on each, its route latency."""
+@dataclass(frozen=True, slots=True)
+class _Spread:
+    """Channels a transfer crosses, the share of its bytes on each, its route latency (s)."""
+
+    channels: np.ndarray
+    share: np.ndarray
+    latency_s: float
+
+
+def _spread(fabric: Fabric, src: str, dst: str, paths) -> _Spread:
+    """Bytes spread over ``paths`` (all equal-cost routes if None) in proportion to route rates;
+    cached on the fabric (key ``("tuner.spread", src, dst, paths)``)."""
+    key = ("tuner.spread", src, dst, paths)
+    cached = fabric.route_cache.get(key)
+    if cached is not None:
+        return cached
+    routes = paths if paths is not None else equal_cost_routes(fabric, src, dst)
     rates = np.array([route_rate_Bps(fabric, r) for r in routes])
     shares = rates / rates.sum()
     channels = np.array([c for r in routes for c in r], dtype=np.int64)
-    per_channel = np.concatenate([np.full(len(r), s) for r, s in zip(routes, shares)]) if len(channels) else np.zeros(0)
-    return channels, per_channel, max((route_latency_s(fabric, r) for r in routes), default=0.0)
+    per_channel = np.repeat(shares, [len(r) for r in routes]) if len(channels) else np.zeros(0)
+    spread = fabric.route_cache[key] = _Spread(channels, per_channel,
+                                               max((route_latency_s(fabric, r) for r in routes), default=0.0))
+    return spread
 
 
 DIRECT_MAX_RANKS = 16
