@@ -19,6 +19,11 @@ from simulator.workloads.collectives import direct, hierarchical, nvls, ring, tr
 from simulator.workloads.collectives.base import (DEFAULT_CHUNK_BYTES, DEFAULT_WINDOW, GRANULARITIES,
                                                   CollectiveSpec, DagBuilder, check_gpus, default_channels)
 from simulator.workloads.collectives.ops import OPS, busbw_factor, check_op
+from simulator.workloads.collectives.rails import rail_channels
+
+RAIL_AWARE = frozenset({"ring", "tree"})
+"""Algorithms whose channels take rail-aware orders on multi-node fabrics (rails.py); their default
+channel count is rounded to a multiple of the GPUs per node there."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,9 +86,12 @@ def build_collective(fabric: Fabric, gpus: list[str] | tuple[str, ...], op: str,
     reason = why_not(fabric, gpus, op, algo, protocol, table)
     if reason:
         raise InputError(reason, field="algo")
+    if not channels:
+        channels = default_channels(fabric, gpus)
+        if algo in RAIL_AWARE:
+            channels = rail_channels(fabric, gpus, channels)
     spec = CollectiveSpec(fabric=fabric, gpus=gpus, op=op, nbytes=int(nbytes), algo=algo,
-                          protocol=table.protocol(protocol), table=table,
-                          channels=channels or default_channels(fabric, gpus),
+                          protocol=table.protocol(protocol), table=table, channels=channels,
                           granularity=granularity, chunk_bytes=chunk_bytes, window=window, root=root)
     dag = DagBuilder()
     ALGORITHMS[algo].build(spec, dag)

@@ -120,13 +120,18 @@ def route_lat_s(fabric: Fabric, src: str, dst: str) -> float:
 
 
 def channel_paths(fabric: Fabric, src: str, dst: str, channel: int, channels: int) -> tuple[Route, ...]:
-    """Routes of one NCCL-like channel: the equal-cost routes dealt out over channels, so together
-    the channels use every parallel link and switch plane; with more channels than routes, each
-    channel takes one route (several channels share it)."""
+    """Routes of one NCCL-like channel. When the equal-cost routes divide evenly among the channels
+    they are dealt out (channel c takes every channels-th route, or route c mod routes when there
+    are more channels), so together the channels use every parallel link and switch plane equally.
+    Otherwise each channel spreads over every route, as a GPU's traffic hashes over all NVSwitch
+    planes: dealing 18 routes to 16 channels would put two channels' worth on some links and one
+    on others."""
     routes = equal_cost_routes(fabric, src, dst)
-    if channels <= len(routes):
+    if channels <= len(routes) and len(routes) % channels == 0:
         return routes[channel::channels]
-    return (routes[channel % len(routes)],)
+    if channels > len(routes) and channels % len(routes) == 0:
+        return (routes[channel % len(routes)],)
+    return routes
 
 
 def default_channels(fabric: Fabric, gpus: tuple[str, ...]) -> int:

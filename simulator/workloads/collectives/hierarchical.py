@@ -11,17 +11,10 @@ from __future__ import annotations
 
 from simulator.errors import InputError
 from simulator.workloads.collectives.base import CollectiveSpec, DagBuilder
+from simulator.workloads.collectives.rails import nodes_of
 from simulator.workloads.collectives.ring import ring_phase
 
 OPS = frozenset({"all_reduce"})
-
-
-def nodes_of(fabric, gpus) -> list[tuple[str, ...]]:
-    """GPUs grouped by ``Node.group`` in order of first appearance."""
-    groups: dict[str, list[str]] = {}
-    for g in gpus:
-        groups.setdefault(fabric.nodes[g].group, []).append(g)
-    return [tuple(v) for v in groups.values()]
 
 
 def applicable(fabric, gpus) -> str | None:

@@ -3,13 +3,16 @@
 all_reduce = reduce-scatter then all-gather around the ring: 2(n-1) steps of S/n each;
 reduce_scatter and all_gather: n-1 steps of S/n (S = whole array); broadcast: a pipelined chain
 from the root (n-1 hops, each link carries S). Channel c uses its share of the equal-cost routes
-(base.channel_paths), so together the channels cover every parallel link and switch plane.
+(base.channel_paths), so together the channels cover every parallel link and switch plane; on
+multi-node fabrics each channel's ring leaves every node through a different GPU and NIC
+(rails.ring_orders).
 """
 
 from __future__ import annotations
 
 from simulator.workloads.collectives.base import (CollectiveSpec, DagBuilder, channel_paths, n_chunks,
                                                   route_lat_s)
+from simulator.workloads.collectives.rails import ring_orders
 
 OPS = frozenset({"all_reduce", "reduce_scatter", "all_gather", "broadcast"})
 Done = dict[str, list[int]]
@@ -18,11 +21,13 @@ Done = dict[str, list[int]]
 
 def ring_phase(dag: DagBuilder, spec: CollectiveSpec, ring: tuple[str, ...], steps: int,
                step_bytes: float, after: Done | None = None, tag: str = "ring",
-               base_s: float = 0.0) -> Done:
+               base_s: float = 0.0, orders: list[tuple[str, ...]] | None = None) -> Done:
     """``steps`` ring steps, each moving ``step_bytes`` of data (all channels together) from every
-    rank of ``ring`` to its successor; starts once ``after`` of both ends are done."""
+    rank of ``ring`` to its successor; starts once ``after`` of both ends are done. ``orders``:
+    the ring of each channel (permutations of ``ring``; default ``ring`` for every channel)."""
     after = after or {}
     m, C = len(ring), spec.channels
+    orders = orders or [ring] * C
     done: Done = {g: [] for g in ring}
     if m < 2 or steps == 0:
         for g in ring:
@@ -30,10 +35,11 @@ def ring_phase(dag: DagBuilder, spec: CollectiveSpec, ring: tuple[str, ...], ste
         return done
     per_channel = step_bytes / C
     for c in range(C):
+        ring = orders[c]
+        hop, lat = edge_latency(spec, [(src, ring[(i + 1) % m]) for i, src in enumerate(ring)])
         for i, src in enumerate(ring):
             dst = ring[(i + 1) % m]
             paths = channel_paths(spec.fabric, src, dst, c, C)
-            hop, lat = spec.hop_s(src, dst, "ring"), route_lat_s(spec.fabric, src, dst)
             deps = after.get(src, []) + after.get(dst, [])
             if spec.granularity == "steady":
                 tid = dag.add(src, dst, spec.wire(steps * per_channel), deps,
@@ -41,15 +47,27 @@ def ring_phase(dag: DagBuilder, spec: CollectiveSpec, ring: tuple[str, ...], ste
                 done[src].append(tid)
                 done[dst].append(tid)
     if spec.granularity == "chunked":
-        _chunked(dag, spec, ring, steps, per_channel, after, tag, base_s, done)
+        _chunked(dag, spec, orders, steps, per_channel, after, tag, base_s, done)
     return done
 
 
-def _chunked(dag, spec, ring, steps, per_channel, after, tag, base_s, done) -> None:
-    m, C = len(ring), spec.channels
+def edge_latency(spec: CollectiveSpec, edges: list[tuple[str, str]]) -> tuple[float, float]:
+    """Protocol hop latency and route latency (s) of one step of a pipeline over ``edges``: their
+    mean, since in steady state a piece of data crosses the edges in turn (a ring that leaves a
+    node over the network once per m steps pays the network latency once per m steps)."""
+    hops = [spec.hop_s(a, b, "ring") for a, b in edges]
+    lats = [route_lat_s(spec.fabric, a, b) for a, b in edges]
+    if min(hops) == max(hops) and min(lats) == max(lats):
+        return hops[0], lats[0]
+    return sum(hops) / len(hops), sum(lats) / len(lats)
+
+
+def _chunked(dag, spec, orders, steps, per_channel, after, tag, base_s, done) -> None:
+    m, C = len(orders[0]), spec.channels
     loops = n_chunks(per_channel, spec.chunk_bytes)
     piece = spec.wire(per_channel / loops)
     for c in range(C):
+        ring = orders[c]
         edge = [(channel_paths(spec.fabric, s, ring[(i + 1) % m], c, C),
                  spec.hop_s(s, ring[(i + 1) % m], "ring")) for i, s in enumerate(ring)]
         ids: dict[tuple[int, int, int], int] = {}
@@ -77,12 +95,13 @@ def chain_phase(dag: DagBuilder, spec: CollectiveSpec, chain: tuple[str, ...], d
                 tag: str = "chain", base_s: float = 0.0) -> None:
     """Pipelined broadcast along ``chain`` (root first): every link carries ``data_bytes``."""
     hops, C = len(chain) - 1, spec.channels
+    hop, lat = edge_latency(spec, list(zip(chain, chain[1:])))
     for c in range(C):
         per_channel = data_bytes / C
         if spec.granularity == "steady":
             for i in range(hops):
                 src, dst = chain[i], chain[i + 1]
-                delay = base_s + hops * spec.hop_s(src, dst, "ring") + (hops - 1) * route_lat_s(spec.fabric, src, dst)
+                delay = base_s + hops * hop + (hops - 1) * lat
                 dag.add(src, dst, spec.wire(per_channel), (), delay,
                         channel_paths(spec.fabric, src, dst, c, C), f"{tag}.ch{c}.h{i}")
             continue
@@ -102,10 +121,11 @@ def chain_phase(dag: DagBuilder, spec: CollectiveSpec, chain: tuple[str, ...], d
 def build(spec: CollectiveSpec, dag: DagBuilder) -> None:
     """Emit the ring schedule of ``spec.op`` into ``dag``."""
     n, S, base = spec.n, spec.nbytes, spec.base_s()
+    orders = ring_orders(spec.fabric, spec.gpus, spec.channels)
     if spec.op == "all_reduce":
-        ring_phase(dag, spec, spec.gpus, 2 * (n - 1), S / n, base_s=base)
+        ring_phase(dag, spec, spec.gpus, 2 * (n - 1), S / n, base_s=base, orders=orders)
     elif spec.op in ("reduce_scatter", "all_gather"):
-        ring_phase(dag, spec, spec.gpus, n - 1, S / n, base_s=base)
+        ring_phase(dag, spec, spec.gpus, n - 1, S / n, base_s=base, orders=orders)
     elif spec.op == "broadcast":
         chain = spec.gpus[spec.root:] + spec.gpus[:spec.root]
         chain_phase(dag, spec, chain, S, base_s=base)

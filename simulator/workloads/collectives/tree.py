@@ -3,6 +3,8 @@
 Tree A is the heap tree over rank positions (parent of i is (i-1)//2); tree B is its mirror
 (position n-1-i), so a rank that is inner in one tree is a leaf in the other (n even). Each tree
 carries half the message; up (reduce) and down (broadcast) run pipelined and concurrently.
+On multi-node fabrics each channel chains the GPUs of a node behind a head GPU that differs per
+channel (so channels use different NICs) and joins the heads by the two trees (rails.py).
 """
 
 from __future__ import annotations
@@ -10,6 +12,7 @@ from __future__ import annotations
 import math
 
 from simulator.workloads.collectives.base import CollectiveSpec, DagBuilder, channel_paths, n_chunks, route_lat_s
+from simulator.workloads.collectives.rails import tree_parents
 
 OPS = frozenset({"all_reduce"})
 
@@ -22,21 +25,33 @@ def trees(gpus: tuple[str, ...]) -> list[dict[str, str]]:
     return [heap, mirror]
 
 
+def channel_trees(spec: CollectiveSpec, channel: int) -> tuple[list[dict[str, str]], int]:
+    """The two trees of one channel and their depth (edges from the deepest leaf to the root):
+    rail-aware on multi-node fabrics (rails.tree_parents), else the heap tree and its mirror."""
+    rail = tree_parents(spec.fabric, spec.gpus, channel)
+    if rail is None:
+        return trees(spec.gpus), max(1, int(math.floor(math.log2(spec.n))))
+    nodes = len({spec.fabric.nodes[g].group for g in spec.gpus})
+    return rail, spec.n // nodes - 1 + max(1, int(math.floor(math.log2(nodes))))
+
+
 def build(spec: CollectiveSpec, dag: DagBuilder) -> None:
-    n, C, fabric = spec.n, spec.channels, spec.fabric
-    depth = max(1, int(math.floor(math.log2(n))))
+    C, fabric = spec.channels, spec.fabric
     base = spec.base_s()
-    for t, parent in enumerate(trees(spec.gpus)):
-        per_channel = spec.nbytes / 2 / C
+    per_channel = spec.nbytes / 2 / C
+    per_channel_trees = [channel_trees(spec, c) for c in range(C)]
+    for t in range(2):
         for c in range(C):
+            both, depth = per_channel_trees[c]
+            parent = both[t]
             if spec.granularity == "steady":
                 for child, par in parent.items():
                     for src, dst, kind in ((child, par, "up"), (par, child, "down")):
                         delay = base + 2 * depth * spec.hop_s(src, dst) + (2 * depth - 1) * route_lat_s(fabric, src, dst)
                         dag.add(src, dst, spec.wire(per_channel), (), delay,
                                 channel_paths(fabric, src, dst, c, C), f"tree{t}.ch{c}.{kind}")
-                continue
-            _chunked(dag, spec, parent, per_channel, c, base, f"tree{t}.ch{c}")
+            else:
+                _chunked(dag, spec, parent, per_channel, c, base, f"tree{t}.ch{c}")
 
 
 def _chunked(dag, spec, parent, per_channel, c, base, tag) -> None:

@@ -1,0 +1,105 @@
+"""Rail-aware channel orders on multi-node fabrics (NCCL's ring/tree search, reduced to its effect).
+
+On a multi-node fabric (GPUs grouped by ``Node.group``, nodes joined by the scale-out network), a
+flat ring in rank order leaves every node through the same GPU, hence the same NIC, in every
+channel: one rail carries all inter-node traffic. NCCL instead builds each channel so that its
+inter-node hop uses a different NIC, and on rail-optimized networks enters and leaves a node on
+the same rail (NCCL_CROSS_NIC=0). Here channel ``c`` leaves every node from local GPU
+``e = c mod m`` (m GPUs per node) and enters the next node at the local GPU ``x`` closest to ``e``
+in hops (same PCIe switch, hence same rails; ties: the next local index), each ``x`` used once; the
+GPUs in between are visited in local order over NVLink. Over m channels every GPU (and the NIC
+next to it) sends and receives exactly one inter-node hop per node boundary.
+
+Expected ring bus bandwidth (all_gather, per GPU, one direction), n = k x m GPUs, R rails of
+NIC payload rate B_nic per node, NVLink payload rate B_nv per GPU:
+    every ring edge carries (n-1)/n S; a node has one outgoing edge per channel, spread over its
+    R NICs, and each GPU's other (m-1)/m of its out-edges are NVLink, so
+    busbw ~= min(R x B_nic, B_nv x m / (m-1)) x protocol efficiency.
+"""
+
+from __future__ import annotations
+
+from simulator.topology.fabric import Fabric
+from simulator.topology.routing import equal_cost_routes
+from simulator.workloads.collectives.base import link_kind
+
+
+def nodes_of(fabric: Fabric, gpus) -> list[tuple[str, ...]]:
+    """GPUs grouped by ``Node.group`` in order of first appearance."""
+    groups: dict[str, list[str]] = {}
+    for g in gpus:
+        groups.setdefault(fabric.nodes[g].group, []).append(g)
+    return [tuple(v) for v in groups.values()]
+
+
+def rail_nodes(fabric: Fabric, gpus) -> list[tuple[str, ...]] | None:
+    """The nodes when rail-aware orders apply: at least 2 nodes of equal size (at least 2 GPUs),
+    joined over the scale-out network; else None (flat rank order)."""
+    nodes = nodes_of(fabric, gpus)
+    if len(nodes) < 2 or len({len(n) for n in nodes}) != 1 or len(nodes[0]) < 2:
+        return None
+    if link_kind(fabric, nodes[0][-1], nodes[1][0]) != "network":
+        return None
+    return nodes
+
+
+def rail_channels(fabric: Fabric, gpus, channels: int) -> int:
+    """``channels`` rounded down to a multiple of the GPUs per node (at least one per GPU) when
+    rail-aware orders apply, so every rail carries the same number of channels."""
+    nodes = rail_nodes(fabric, gpus)
+    if nodes is None:
+        return channels
+    m = len(nodes[0])
+    return max(m, channels - channels % m)
+
+
+def exit_entry(fabric: Fabric, nodes: list[tuple[str, ...]]) -> list[tuple[int, int]]:
+    """For each exit local index e: (e, entry local index x), x != e, x fewest hops from node 0's
+    GPU e to node 1's GPU x (ties: smallest (x - e) mod m), every x used once."""
+    m = len(nodes[0])
+    hops = [[len(equal_cost_routes(fabric, nodes[0][e], nodes[1][x])[0]) for x in range(m)] for e in range(m)]
+    free, out = set(range(m)), []
+    for e in range(m):
+        choices = [x for x in free if x != e] or list(free)
+        x = min(choices, key=lambda x: (hops[e][x], (x - e) % m))
+        free.discard(x)
+        out.append((e, x))
+    return out
+
+
+def ring_orders(fabric: Fabric, gpus: tuple[str, ...], channels: int) -> list[tuple[str, ...]]:
+    """One ring (a permutation of ``gpus``) per channel: rank order on a single node; on
+    multi-node fabrics each node entered at x and left from e (module docstring)."""
+    nodes = rail_nodes(fabric, gpus)
+    if nodes is None:
+        return [tuple(gpus)] * channels
+    m = len(nodes[0])
+    local = []
+    for e, x in exit_entry(fabric, nodes):
+        middle = [(x + j) % m for j in range(1, m) if (x + j) % m != e]
+        local.append([x, *middle, e] if x != e else [x, *middle])
+    return [tuple(node[i] for node in nodes for i in local[c % m]) for c in range(channels)]
+
+
+def tree_parents(fabric: Fabric, gpus: tuple[str, ...], channel: int) -> list[dict[str, str]] | None:
+    """NCCL-style double binary tree of one channel on a multi-node fabric, as two child -> parent
+    maps: inside each node a chain starting at local GPU ``channel mod m`` (the node's head, so
+    channels use different NICs), and the heads joined by a binary tree over nodes (tree A: heap
+    order, tree B: its mirror). None when rail-aware orders do not apply."""
+    nodes = rail_nodes(fabric, gpus)
+    if nodes is None:
+        return None
+    m, k = len(nodes[0]), len(nodes)
+    s = channel % m
+    chains = [node[s:] + node[:s] for node in nodes]
+    out = []
+    for mirror in (False, True):
+        parent: dict[str, str] = {}
+        for chain in chains:
+            for i in range(1, m):
+                parent[chain[i]] = chain[i - 1]
+        for i in range(1, k):
+            child, par = (k - 1 - i, k - 1 - (i - 1) // 2) if mirror else (i, (i - 1) // 2)
+            parent[chains[child][0]] = chains[par][0]
+        out.append(parent)
+    return out
