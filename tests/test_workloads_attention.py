@@ -75,3 +75,7 @@ def test_h2d_shares_the_host_uplink_and_kv_over_nvlink_beats_pcie():
     assert kv.figures["total_bytes"] == 4 * 64 * 16 * 2 * 8 * 128 * 2
     assert kv.figures["link_kinds"] == ["nvlink"]
     assert run_flow(f, kv.workload).makespan_s == pytest.approx(kv.figures["ideal_time_s"], rel=0.01)
+    blocks = kv_transfer(f, "gpu0", "gpu1", m, per_block=True)
+    assert len(blocks.workload.transfers) > len(kv.workload.transfers)
+    assert blocks.workload.total_bytes == kv.workload.total_bytes
+    assert run_flow(f, blocks.workload).makespan_s == pytest.approx(run_flow(f, kv.workload).makespan_s, rel=1e-6)

@@ -9,29 +9,50 @@ from __future__ import annotations
 
 import math
 
+import networkx as nx
+
 from simulator.topology.fabric import Fabric
-from simulator.topology.routing import equal_cost_routes, route_latency_s, route_rate_Bps
+from simulator.topology.routing import equal_cost_routes, route_latency_s
 from simulator.workloads.attention.model import AttentionRun, ModelShape
 from simulator.workloads.collectives.base import DagBuilder
+
+def max_flow_Bps(fabric: Fabric, routes, src: str, dst: str) -> float:
+    """Largest rate src -> dst over the channels of ``routes`` (min cut; shared channels count once)."""
+    graph = nx.DiGraph()
+    for cid in {c for route in routes for c in route}:
+        ch = fabric.channels[cid]
+        cap = graph.get_edge_data(ch.src, ch.dst, {"capacity": 0.0})["capacity"]
+        graph.add_edge(ch.src, ch.dst, capacity=cap + ch.rate_Bps)
+    return float(nx.maximum_flow_value(graph, src, dst))
+
 
 PAGE_TOKENS = 16
 """vLLM PagedAttention default block size (tokens) (datasheet)."""
 
 
 def kv_transfer(fabric: Fabric, src: str, dst: str, m: ModelShape, block_tokens: int = PAGE_TOKENS,
-                layer_compute_s: float = 0.0) -> AttentionRun:
-    """Move the KV cache of ``m.batch`` x ``m.context`` tokens (all layers, whole model) src -> dst."""
+                layer_compute_s: float = 0.0, per_block: bool = False) -> AttentionRun:
+    """Move the KV cache of ``m.batch`` x ``m.context`` tokens (all layers, whole model) src -> dst.
+
+    The blocks of one layer have the same source, destination, routes and release time, so by
+    default they travel as one transfer of ``blocks x block_bytes`` (the engines cut it into packets
+    or spread it over routes exactly as they would the separate blocks, without tens of thousands
+    of DAG nodes); ``per_block=True`` emits one transfer per block.
+    """
     blocks = m.batch * math.ceil(m.context / block_tokens)
     block_bytes = block_tokens * m.kv_bytes_per_token_layer(per_gpu=False)
     dag = DagBuilder()
     prev_layer: list[int] = []
     for layer in range(m.layers):
         gate = dag.add(src, src, 0, prev_layer, layer_compute_s, tag=f"L{layer}.prefill")
-        for b in range(blocks):
-            dag.add(src, dst, block_bytes, [gate], 0.0, None, f"L{layer}.block{b}")
+        if per_block:
+            for b in range(blocks):
+                dag.add(src, dst, block_bytes, [gate], 0.0, None, f"L{layer}.block{b}")
+        else:
+            dag.add(src, dst, blocks * block_bytes, [gate], 0.0, None, f"L{layer}.blocks0-{blocks - 1}")
         prev_layer = [gate]
     routes = equal_cost_routes(fabric, src, dst)
-    path_Bps = sum(route_rate_Bps(fabric, r) for r in routes)
+    path_Bps = max_flow_Bps(fabric, routes, src, dst)
     total = m.layers * blocks * block_bytes
     kinds = sorted({fabric.channels[c].fabric for r in routes for c in r})
     figures = {"blocks_per_layer": blocks, "block_bytes": block_bytes, "total_bytes": total,
