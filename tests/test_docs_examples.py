@@ -78,7 +78,7 @@ def test_index_examples_load_and_build(tmp_path):
     per_gpu = sum(ch.line_rate_Bps for ch in board.out_channels(board.gpus[0]))
     assert per_gpu == pytest.approx(450e9)  # "450 GB/s per GPU per direction"
     low_power = built["GB200 NVL72 (low-power switch what-if)"]
-    assert low_power.static_power_W["switch_chips"] == pytest.approx(3600)  # 18 x 200 W
+    assert low_power.static_power_W["switch_chip"] == pytest.approx(3600)  # 18 x 200 W
     buffers = {ch.credit.buffer_bytes for ch in built["GB200 NVL72, 4 KiB spine buffers"].channels}
     assert buffers == {4096}
 

@@ -79,13 +79,13 @@ def test_issue_headline_figures(summaries: dict[str, dict]) -> None:
 def test_switch_power_is_chip_count_times_part_power(summaries: dict[str, dict]) -> None:
     catalog = load_catalog()
     nvl = summaries["gb200_nvl72"]["power_W"]
-    assert nvl["switch_chips"] == pytest.approx(18 * catalog.device("nvswitch4").static_power_W)
+    assert nvl["switch_chip"] == pytest.approx(18 * catalog.device("nvswitch4").static_power_W)
     rack = summaries["hopper_ib_rack"]["power_W"]
-    assert rack["nics"] == pytest.approx(72 * catalog.device("cx7").static_power_W)
-    assert rack["switch_chips"] == pytest.approx(36 * catalog.device("nvswitch3").static_power_W
+    assert rack["nic"] == pytest.approx(72 * catalog.device("cx7").static_power_W)
+    assert rack["switch_chip"] == pytest.approx(36 * catalog.device("nvswitch3").static_power_W
                                                  + 11 * catalog.device("ib_switch_ndr").static_power_W)
     retimer = catalog.retimer("pcie5_retimer").power_W
-    assert summaries["pcie_server"]["power_W"]["retimers"] == pytest.approx(12 * retimer)
+    assert summaries["pcie_server"]["power_W"]["retimer"] == pytest.approx(12 * retimer)
 
 
 def test_optical_spine_costs_the_published_twenty_kilowatts(summaries: dict[str, dict]) -> None:
@@ -94,7 +94,7 @@ def test_optical_spine_costs_the_published_twenty_kilowatts(summaries: dict[str,
     assert copper["cables"] == {"copper_passive": 1296} and optical["cables"] == {"optical": 1296}
     assert copper["power_W"].get("passive_copper", 0.0) < 100
     assert 15_000 < optical["power_W"]["optics"] < 25_000
-    assert optical["power_W"]["switch_chips"] == copper["power_W"]["switch_chips"]
+    assert optical["power_W"]["switch_chip"] == copper["power_W"]["switch_chip"]
 
 
 def test_hopper_rack_optics_on_every_network_link(summaries: dict[str, dict]) -> None:
@@ -106,3 +106,16 @@ def test_hopper_rack_optics_on_every_network_link(summaries: dict[str, dict]) ->
 def test_teaching_warns_about_idle_nvlink_ports(summaries: dict[str, dict]) -> None:
     assert any("1 of 18" in w for w in summaries["teaching"]["warnings"])
     assert summaries["gb200_nvl72"]["warnings"] == []
+
+
+def test_static_and_dynamic_energy_share_one_component_vocabulary() -> None:
+    from simulator.topology.builder import COMPONENT_KINDS
+
+    for name in ("hopper_ib_rack", "gb200_nvl72_optical", "pcie_server"):
+        fabric = build_fabric(str(TOPOLOGIES / f"{name}.yaml"))
+        dynamic = {k for ch in fabric.channels for k in ch.energy_pJ_per_bit}
+        assert set(fabric.static_power_W) <= set(COMPONENT_KINDS), name
+        assert dynamic <= set(COMPONENT_KINDS), name
+    rack = build_fabric(str(TOPOLOGIES / "hopper_ib_rack.yaml"))
+    nic_link = next(ch for ch in rack.channels if rack.nodes[ch.src].kind == "nic")
+    assert "nic" in nic_link.energy_pJ_per_bit and "nic" in rack.static_power_W  # addable per component

@@ -109,7 +109,7 @@ devices:
                   "links:\n  - {from: 'gpu*', to: sw, generation: nvlink4}\n")
     fabric = build_fabric(topo)
     assert fabric.nodes["sw"].latency_s == pytest.approx(50e-9)
-    assert fabric.static_power_W["switch_chips"] == pytest.approx(7.0)
+    assert fabric.static_power_W["switch_chip"] == pytest.approx(7.0)
 
 
 @pytest.mark.parametrize("pattern,n_a,n_b,expected", [

@@ -22,14 +22,18 @@ from simulator.topology.patterns import pairs, select
 from simulator.topology.schema import DeviceSpec, LinkSpec, TopologyModel
 from simulator.topology.validate import load_topology
 
+COMPONENT_KINDS = ("gpu_serdes", "host_serdes", "switch_serdes", "nic", "switch_chip", "pcie_switch",
+                   "retimer", "optics", "active_copper", "passive_copper")
+"""The one vocabulary of component kinds: keys of both ``Channel.energy_pJ_per_bit`` (dynamic) and
+``Fabric.static_power_W`` (static), so a report adds static and dynamic energy per component."""
 SERDES_KEY = {"gpu": "gpu_serdes", "switch": "switch_serdes", "pcie_switch": "switch_serdes",
               "nic": "nic", "host": "host_serdes"}
 """Node kind -> energy component kind of the SerDes at that end of a channel."""
-DEVICE_POWER_KEY = {"switch": "switch_chips", "nic": "nics", "pcie_switch": "pcie_switches",
-                    "host": "hosts", "gpu": "gpu_links"}
+DEVICE_POWER_KEY = {"switch": "switch_chip", "nic": "nic", "pcie_switch": "pcie_switch",
+                    "host": "host_serdes", "gpu": "gpu_serdes"}
 """Node kind -> static-power component kind of the device's interconnect logic."""
 CABLE_POWER_KEY = {"optical": "optics", "copper_active": "active_copper", "copper_passive": "passive_copper"}
-"""Cable kind -> static-power component kind (board traces draw nothing of their own)."""
+"""Cable kind -> component kind, static and dynamic (board traces draw nothing of their own)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -260,8 +264,8 @@ def _channels(index: int, link: _Link, devices: dict[str, _Device], first_id: in
             energy[key] = energy.get(key, 0.0) + gen.serdes_pJ_per_bit * overhead
         if link.retimer is not None and link.retimer.pJ_per_bit:
             energy["retimer"] = spec.retimers * link.retimer.pJ_per_bit * overhead
-        if cable.pJ_per_bit:
-            energy["optics" if cable.kind == "optical" else "cable"] = cable.pJ_per_bit * overhead
+        if cable.pJ_per_bit and cable.kind in CABLE_POWER_KEY:
+            energy[CABLE_POWER_KEY[cable.kind]] = cable.pJ_per_bit * overhead
         out.append(Channel(id=first_id + k, link=index, src=src, dst=dst, fabric=gen.fabric,
                            generation=gen.name, lanes=gen.pairs_per_direction,
                            line_rate_Bps=gen.line_rate_Bps, rate_Bps=gen.payload_rate_Bps,
@@ -282,7 +286,7 @@ def _static_power(devices: dict[str, _Device], links: list[_Link]) -> dict[str, 
             add(DEVICE_POWER_KEY[dev.part.kind], dev.part.static_power_W)
     for link in links:
         if link.retimer is not None:
-            add("retimers", link.spec.retimers * link.retimer.power_W)
+            add("retimer", link.spec.retimers * link.retimer.power_W)
         key = CABLE_POWER_KEY.get(link.cable.kind)
         if key:
             add(key, 2 * link.cable.power_W_per_end(link.gen))

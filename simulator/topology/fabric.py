@@ -82,7 +82,8 @@ class Channel:
     credit: CreditSpec
     energy_pJ_per_bit: Mapping[str, float] = field(default_factory=lambda: MappingProxyType({}))
     """Dynamic energy per payload bit moved, by component kind (``gpu_serdes``, ``switch_serdes``,
-    ``retimer``, ``optics``, ``cable``, ``nic``)."""
+    ``retimer``, ``optics``, ``active_copper``, ``nic``...: the same kinds as
+    ``Fabric.static_power_W``, see ``topology.builder.COMPONENT_KINDS``)."""
     cable: str = ""
     """Cable kind name (``copper_passive``, ``copper_active``, ``optical``) or "" for board traces."""
     retimers: int = 0
