@@ -7,7 +7,8 @@ import pytest
 
 from simulator.errors import InputError
 from simulator.reports.export import write_csv, write_json
-from simulator.reports.nccl_table import element_count, nccl_text
+from simulator.metrics.collective_stats import element_count
+from simulator.reports.nccl_table import nccl_text
 
 
 def test_json_is_sorted_and_handles_numpy(tmp_path):

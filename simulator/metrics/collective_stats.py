@@ -18,6 +18,16 @@ TYPE_SIZE = {"float": 4, "half": 2, "bfloat16": 2, "int8": 1, "double": 8}
 """Bytes per element of nccl-tests' data types (for the count column)."""
 
 
+PER_RANK_COUNT_OPS = frozenset({"all_gather", "reduce_scatter", "alltoall"})
+"""Ops whose size S is the whole array (count x n), so nccl-tests prints the per-rank count."""
+
+
+def element_count(op: str, size_bytes: int, n_gpus: int, dtype: str = "float") -> int:
+    """The ``count`` column of nccl-tests for ``op`` at buffer size ``size_bytes``."""
+    count = size_bytes // TYPE_SIZE[dtype]
+    return count // n_gpus if op in PER_RANK_COUNT_OPS else count
+
+
 def algbw_GBps(nbytes: float, time_s: float) -> float:
     """Algorithm bandwidth (GB/s, GB = 10^9 B)."""
     return nbytes / time_s / GB if time_s > 0 else 0.0
@@ -49,6 +59,7 @@ def row(workload: Workload, result: RunResult, dtype: str = "float") -> Collecti
     """The nccl-tests row of one run of a collective (or copy) workload; time = makespan."""
     meta = workload.meta
     nbytes, t = int(meta["bytes"]), result.makespan_s
-    return CollectiveRow(bytes=nbytes, count=nbytes // TYPE_SIZE[dtype], type=dtype, time_us=t * 1e6,
+    return CollectiveRow(bytes=nbytes, count=element_count(str(meta.get("op")), nbytes, int(meta.get("n", 1)), dtype),
+                       type=dtype, time_us=t * 1e6,
                          algbw_GBps=algbw_GBps(nbytes, t),
                          busbw_GBps=algbw_GBps(nbytes, t) * float(meta.get("busbw_factor", 1.0)))

@@ -15,9 +15,9 @@ import numpy as np
 
 from simulator.engine.result import RunResult
 from simulator.topology.fabric import Fabric
+from simulator.units import BITS_PER_BYTE
 
 PJ = 1e-12
-BITS_PER_BYTE = 8
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,4 +1,6 @@
-"""Collective results laid out as nccl-tests prints them (size, count, type, time, algbw, busbw)."""
+"""Collective results laid out as nccl-tests prints them (size, count, type, time, algbw, busbw).
+
+The data type is nccl-tests' default, float (4 B)."""
 
 from __future__ import annotations
 
@@ -6,16 +8,7 @@ from typing import Mapping, Sequence
 
 from rich.table import Table
 
-FLOAT_BYTES = 4
-"""nccl-tests' default data type is float (4 B)."""
-PER_RANK_COUNT_OPS = frozenset({"all_gather", "reduce_scatter", "alltoall"})
-"""Ops whose size S is the whole array (count x n), so nccl-tests prints the per-rank count."""
-
-
-def element_count(op: str, size_bytes: int, n_gpus: int) -> int:
-    """The `count` column of nccl-tests for ``op`` at buffer size ``size_bytes``."""
-    count = size_bytes // FLOAT_BYTES
-    return count // n_gpus if op in PER_RANK_COUNT_OPS else count
+from simulator.metrics.collective_stats import element_count
 
 
 def nccl_text(op: str, n_gpus: int, rows: Sequence[Mapping]) -> str:

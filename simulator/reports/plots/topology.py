@@ -22,8 +22,8 @@ from matplotlib.patches import Rectangle
 from simulator.reports.plots._figure import new_figure, save_png
 from simulator.reports.plots._tiers import NETWORK_LEAF_TIER, NVLINK_SWITCH_TIER, sort_key, tiers
 from simulator.topology.fabric import Channel, Fabric
+from simulator.units import GB
 
-GB = 1e9
 FABRIC_COLOURS = {"nvlink": "#5f9e00", "pcie": "#e07b00", "network": "#1f5fbf"}
 KIND_STYLE = {  # marker, colour
     "gpu": ("s", "#2d2d2d"), "switch": ("D", "#7a1fa2"), "nic": ("^", "#1f5fbf"),
