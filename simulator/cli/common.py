@@ -6,6 +6,7 @@ from pathlib import Path
 from typing import Annotated, Optional
 
 import typer
+from rich.console import Console
 
 from simulator.errors import InputError
 from simulator.topology.fabric import Fabric
@@ -29,10 +30,8 @@ REPORT_WIDTH = 150
 """Columns for tables written to a pipe or file (a terminal uses its own width)."""
 
 
-def report_console() -> "Console":
+def report_console() -> Console:
     """Console for result tables: the terminal's width, or a wide fixed width when redirected."""
     import sys
-
-    from rich.console import Console
 
     return Console() if sys.stdout.isatty() else Console(width=REPORT_WIDTH)

@@ -21,7 +21,6 @@ from typing import Any, Iterator, Mapping, Sequence
 
 from pydantic import ValidationError
 
-from simulator.errors import InputError
 from simulator.hardware.cables import CablePart
 from simulator.hardware.devices import DevicePart
 from simulator.hardware.errors import HardwareError

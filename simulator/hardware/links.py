@@ -23,7 +23,7 @@ from typing import Literal
 
 from pydantic import Field
 
-from simulator.hardware.part import Part, PicojoulesPerBit, Seconds
+from simulator.hardware.part import Part, Seconds
 from simulator.hardware.serdes import SerDesLane
 from simulator.units import BITS_PER_BYTE
 

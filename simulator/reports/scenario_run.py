@@ -30,8 +30,8 @@ from simulator.topology.fabric import Fabric
 from simulator.topology.routing import equal_cost_routes
 from simulator.workloads.attention import decode_step, kv_transfer, prefill, ring_attention
 from simulator.workloads.attention.model import AttentionRun, GpuRoofline
-from simulator.workloads.scenario import (CollectiveItem, CopyItem, DecodeItem, KvTransferItem,
-                                          PrefillItem, RingAttentionItem, ScenarioModel)
+from simulator.workloads.scenario import (CollectiveItem, CopyItem, DecodeItem, PrefillItem, RingAttentionItem,
+                                          ScenarioModel)
 
 US = 1e6
 
