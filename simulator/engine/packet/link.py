@@ -16,7 +16,7 @@ from heapq import heappush
 from typing import TYPE_CHECKING
 
 from simulator.engine.packet.credits import credits_for
-from simulator.engine.packet.packet import Wake
+from simulator.engine.packet.packet import PortWake, Wake
 from simulator.topology.fabric import Channel
 
 if TYPE_CHECKING:
@@ -77,7 +77,7 @@ class OutputPort:
                  "credits", "batcher", "credit_bytes", "full_wire", "full_k", "max_k", "max_bytes",
                  "full_advance", "ret_lag", "rets",
                  "busy_until", "wake_at", "blocked", "stall_since", "stall_s", "busy_s", "bytes",
-                 "sent", "reqs", "arbiter", "speedup", "cut_through", "vc_max", "obs")
+                 "sent", "reqs", "arbiter", "speedup", "cut_through", "vc_max", "obs", "wake_cbs")
 
     def __init__(self, net: "PacketNetwork", channel: Channel, *, spb: float, node_latency: float,
                  next_latency: float, credits, batcher, ret_lag: float, full_wire: int, max_k: int, arbiter,
@@ -127,6 +127,7 @@ class OutputPort:
         self.cut_through = cut_through
         self.vc_max = vc_max
         self.obs = obs
+        self.wake_cbs = (self._on_wake,)
 
     def add_requester(self, req) -> None:
         """Register a VOQ or injector (kept sorted by rank)."""
@@ -144,7 +145,9 @@ class OutputPort:
         if t < self.wake_at:
             self.wake_at = t
             env = self.env
-            env.schedule(Wake(self._on_wake, t), 1, t - env._now)
+            now = env._now
+            # env.schedule(Wake(self._on_wake, t), 1, t - now) inlined (same event time and order)
+            heappush(env._queue, (now + (t - now), 1, next(env._eid), PortWake(self.wake_cbs, t)))
 
     def _on_wake(self, ev: Wake) -> None:
         if ev.at >= self.wake_at:
@@ -303,8 +306,11 @@ class OutputPort:
             # the sink frees the space when the tail arrives; known now, so the credits are queued
             # now (a coarse unit's return may precede its delivery, see ``release``)
             self.release(t_tail, hop if hop < self.vc_max else self.vc_max, p.wire)
-            p.callbacks = net.deliver_cbs
-            heappush(env._queue, (t_tail, 1, next(env._eid), p))
+            if net.eager:
+                net.deliver_ahead(p, t_tail)
+            else:
+                p.callbacks = net.deliver_cbs
+                heappush(env._queue, (t_tail, 1, next(env._eid), p))
         else:
             ready = (now + self.latency if self.cut_through else t_tail) + self.next_latency
             p.t_ready = ready

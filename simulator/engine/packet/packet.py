@@ -47,3 +47,13 @@ class Wake:
     def __init__(self, fn, at: float) -> None:
         self.callbacks = (fn,)
         self.at = at
+
+
+class PortWake(Wake):
+    """A ``Wake`` built from a prepared callbacks tuple (output ports wake often; no tuple per event)."""
+
+    __slots__ = ()
+
+    def __init__(self, callbacks: tuple, at: float) -> None:
+        self.callbacks = callbacks
+        self.at = at
