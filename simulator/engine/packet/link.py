@@ -169,8 +169,11 @@ class OutputPort:
         else:
             k = self.credits_of(wire)
             advance = (wire - self.max_bytes) * self.spb if wire > self.max_bytes else 0.0
-        if self.batcher.batch != 1:
-            k = self.batcher.free(vc, k)
+        batcher = self.batcher
+        if batcher.batch != 1:  # batcher.free(vc, k) inlined
+            held = batcher.held[vc] + k
+            k = held - held % batcher.batch
+            batcher.held[vc] = held - k
         if k:
             t = t_free - advance + self.ret_lag
             now = self.env._now
@@ -195,9 +198,15 @@ class OutputPort:
         if self.busy_until > now + EPS_S:
             self.wake(self.busy_until)
             return
-        if self.rets and self.rets[0][0] <= now + EPS_S:
-            self._absorb(now)
         credits = self.credits
+        rets = self.rets
+        if rets and rets[0][0] <= now + EPS_S:
+            if self.obs is None:  # _absorb(now) inlined
+                while rets and rets[0][0] <= now + EPS_S:
+                    _, vc, k = heapq.heappop(rets)
+                    credits.give(vc, k)
+            else:
+                self._absorb(now)
         vc_max = self.vc_max
         reqs = self.reqs
         if len(reqs) == 1:
@@ -277,7 +286,13 @@ class OutputPort:
         net = self.net
         if hop == 0:
             p.t_inject = now
-            net.on_inject(p, now)
+            # net.on_inject(p, now) inlined
+            net.bytes_injected += p.bytes
+            net.packets_injected += 1
+            tid = p.tid
+            if not net.started[tid]:
+                net.started[tid] = 1
+                net.start_s[tid] = now
         else:
             p.queue_s += now - p.t_ready
             bound = p.t_tail + self.node_latency

@@ -147,7 +147,8 @@ class PacketNetwork:
         self.delivered_at = array("d")
         """Eager mode: delivery time of each entry of ``latency``/``queue_delay`` (recorded in send
         order, sorted into delivery order at the end)."""
-        self.last_delivery: list[tuple[float, int] | None] = [None] * n
+        self.last_delivery_t = [-np.inf] * n
+        self.last_delivery_eid = [0] * n
         """Eager mode, per transfer: event key (time, event id) of its latest delivery so far."""
         self.last_delivery_s = -np.inf
         """Eager mode: latest delivery time accounted so far (s)."""
@@ -265,13 +266,15 @@ class PacketNetwork:
         if t > self.last_delivery_s:
             self.last_delivery_s = t
         tid = p.tid
-        last = self.last_delivery[tid]
-        if last is None or t >= last[0]:  # ties: the later event id is the later delivery
-            last = self.last_delivery[tid] = (t, eid)
+        if t >= self.last_delivery_t[tid]:  # ties: the later event id is the later delivery
+            self.last_delivery_t[tid] = t
+            self.last_delivery_eid[tid] = eid
         left = self.left[tid] - nbytes
         self.left[tid] = left
         if left == 0:
-            heappush(env._queue, (last[0], 1, last[1], Wake(lambda ev: self._finish(tid, env._now), last[0])))
+            t = self.last_delivery_t[tid]
+            heappush(env._queue, (t, 1, self.last_delivery_eid[tid],
+                                  Wake(lambda ev: self._finish(tid, env._now), t)))
 
     def on_inject(self, p: Packet, now: float) -> None:
         """First byte of ``p`` left its source."""

@@ -86,6 +86,21 @@ class Injector:
         return p
 
     def pop(self) -> Packet:
+        """Hand out the head and make the next one (``_make`` inlined: runs once per packet)."""
         p = self.head
-        self.head = self._make()
+        flows = self.flows
+        if not flows:
+            self.head = None
+            return p
+        flow = flows.popleft()
+        left = flow.left = flow.left - 1
+        if left:
+            flows.append(flow)
+            nbytes = self.packet_bytes
+        else:
+            nbytes = flow.last_bytes
+        seq = flow.seq
+        n = seq[0]
+        seq[0] = n + 1
+        self.head = Packet(self.seq_base[flow.tid] + n, flow.tid, flow.route, nbytes, nbytes + self.header_bytes)
         return p
