@@ -127,7 +127,7 @@ class OutputPort:
         self.cut_through = cut_through
         self.vc_max = vc_max
         self.obs = obs
-        self.wake_cbs = (self._on_wake,)
+        self.wake_cbs = (self.kick,)
 
     def add_requester(self, req) -> None:
         """Register a VOQ or injector (kept sorted by rank)."""
@@ -146,13 +146,8 @@ class OutputPort:
             self.wake_at = t
             env = self.env
             now = env._now
-            # env.schedule(Wake(self._on_wake, t), 1, t - now) inlined (same event time and order)
+            # env.schedule(Wake(self.kick, t), 1, t - now) inlined (same event time and order)
             heappush(env._queue, (now + (t - now), 1, next(env._eid), PortWake(self.wake_cbs, t)))
-
-    def _on_wake(self, ev: Wake) -> None:
-        if ev.at >= self.wake_at:
-            self.wake_at = INF
-        self.kick()
 
     def release(self, t_free: float, vc: int, wire: int) -> None:
         """The receiver frees the space of a ``wire``-byte packet of ``vc`` at ``t_free`` (its tail
@@ -192,17 +187,23 @@ class OutputPort:
                 obs.credits(self.cid, t, credits.available())
 
     # -- arbitration and sending --------------------------------------------------------------
-    def kick(self) -> None:
-        """Send the next packet if the channel is free and a requester has credits for its head."""
+    def kick(self, ev: Wake | None = None) -> None:
+        """Send the next packet if the channel is free and a requester has credits for its head.
+
+        ``ev``: the port's own wake-up when called as its event callback (the wake-up is spent).
+        """
+        if ev is not None and ev.at >= self.wake_at:
+            self.wake_at = INF
         now = self.env._now
-        if self.busy_until > now + EPS_S:
+        soon = now + EPS_S
+        if self.busy_until > soon:
             self.wake(self.busy_until)
             return
         credits = self.credits
         rets = self.rets
-        if rets and rets[0][0] <= now + EPS_S:
+        if rets and rets[0][0] <= soon:
             if self.obs is None:  # _absorb(now) inlined
-                while rets and rets[0][0] <= now + EPS_S:
+                while rets and rets[0][0] <= soon:
                     _, vc, k = heapq.heappop(rets)
                     credits.give(vc, k)
             else:
@@ -215,7 +216,7 @@ class OutputPort:
             if p is None:
                 return
             xbar = r.inbuf.xbar
-            if xbar > now + EPS_S:
+            if xbar > soon:
                 self.wake(xbar)
                 return
             w = p.wire
@@ -236,7 +237,7 @@ class OutputPort:
             if p is None:
                 continue
             xbar = r.inbuf.xbar
-            if xbar > now + EPS_S:
+            if xbar > soon:
                 if xbar < xbar_next:
                     xbar_next = xbar
                 continue
