@@ -5,6 +5,7 @@ injectors, the transfer DAG and the event loop. Behaviour lives in the parts (``
 
 from __future__ import annotations
 
+import gc
 import logging
 import time
 from array import array
@@ -50,15 +51,15 @@ class PacketNetwork:
         self.done = False
         self.coarse: list[str] = []
         """Channels whose buffer is smaller than one packet (first one named; see the warning)."""
+        self.eager = observer is None and faults is None
+        """Account final-hop deliveries when the tail is sent instead of by an event when it lands
+        (see ``deliver_ahead``); observers and fault injection see the event-per-delivery path."""
         self._build_channels()
         self._build_transfers()
 
         self.watchdog = Watchdog(self, config.watchdog_interval_s or self.auto_watchdog_interval_s())
         self.arrive_cbs = (self._arrive,)
         self.deliver_cbs = (self._deliver,)
-        self.eager = observer is None and faults is None
-        """Account final-hop deliveries when the tail is sent instead of by an event when it lands
-        (see ``deliver_ahead``); observers and fault injection see the event-per-delivery path."""
         if faults is not None:
             faults.install(self)
 
@@ -352,13 +353,22 @@ class PacketNetwork:
         env = self.env
         queue = env._queue
         pop = heappop
-        # SimPy's ``Environment.step`` inlined: every event here is engine-made (``Packet``,
-        # ``Wake``) and always ``_ok``, so the loop only pops, sets the clock and calls back
-        while queue and not self.done:
-            now, _, _, ev = pop(queue)
-            env._now = now
-            for cb in ev.callbacks:
-                cb(ev)
+        # The loop allocates a few objects per event, none in a reference cycle (reference counting
+        # frees them all); left on, the cyclic collector would keep rescanning the survivors that
+        # are waiting in the event queue: a quarter of the wall time on a 1 GiB NVL72 all-reduce.
+        collecting = gc.isenabled()
+        gc.disable()
+        try:
+            # SimPy's ``Environment.step`` inlined: every event here is engine-made (``Packet``,
+            # ``Wake``) and always ``_ok``, so the loop only pops, sets the clock and calls back
+            while queue and not self.done:
+                now, _, _, ev = pop(queue)
+                env._now = now
+                for cb in ev.callbacks:
+                    cb(ev)
+        finally:
+            if collecting:
+                gc.enable()
         if self.eager and not self.done and self.last_delivery_s > env._now:
             env._now = self.last_delivery_s  # stuck run: the reference path's clock ran to the last landing
         now = env._now
