@@ -82,3 +82,21 @@ def test_batched_credits_never_exceed_the_buffer():
     assert res.invariants["credits_in_range"] and res.bytes_delivered == PACKET * 500
     # batching withholds credits: never faster than the unbatched closed form
     assert PACKET * 500 / res.makespan_s <= credit_limited_rate_Bps(fabric.channels[0], PACKET) * 1.01
+
+
+def test_fine_packet_size_is_the_largest_that_keeps_the_link_at_rate():
+    """``fine_packet_bytes`` on a 32 KiB buffer: the chosen size runs at line rate (two packets
+    cover the loop), twice that size is credit-bound in simulation, as ``is_fine`` says."""
+    from simulator.engine.packet.sizing import fine_packet_bytes, is_fine
+
+    credit = synthetic.default_credit(buffer_bytes=32768, credit_bytes=16, return_delay_s=20e-9, batch=16)
+    fabric = synthetic.single_link(rate_Bps=40e9, latency_s=65e-9, credit=credit)
+    size = fine_packet_bytes(fabric)
+    assert size == 16384 and is_fine(fabric.channels[0], size) and not is_fine(fabric.channels[0], 2 * size)
+
+    def rate(packet: int) -> float:
+        res = run_packet(fabric, flows(("gpu0", "gpu1", packet * 60)), PacketConfig(packet_bytes=packet))
+        return packet * 60 / (res.finish_s[0] - res.start_s[0] - 65e-9)
+
+    assert rate(size) == pytest.approx(40e9, rel=0.02)
+    assert rate(3 * size // 2) < 0.9 * 40e9  # one packet in flight: the loop caps the link

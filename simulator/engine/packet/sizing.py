@@ -1,0 +1,58 @@
+"""Choosing a transfer unit: the largest packet that still models every credit loop honestly.
+
+Bigger packets mean fewer events (a multi-GiB collective in seconds), but a packet larger than the
+receive buffer share it may hold puts the engine in coarse mode (``OutputPort.release``): each unit
+streams through the buffer and the credit loop is approximated. ``fine_packet_bytes`` finds the
+largest power-of-two payload that avoids coarse mode on every channel *and* keeps every channel at
+its serialization rate, so packetization itself never caps a link below what 256 B packets would
+reach.
+"""
+
+from __future__ import annotations
+
+from simulator.engine.packet.credits import credits_for
+from simulator.engine.packet.link import credit_loop_rtt_s, serialization_rate_Bps
+from simulator.topology.fabric import Channel, Fabric
+
+
+def is_fine(channel: Channel, packet_bytes: int, header_bytes: int = 0, vcs: int = 1,
+            reverse_latency_s: float | None = None) -> bool:
+    """True if ``packet_bytes`` payload packets are modelled without coarse mode on ``channel`` and
+    keep it at its serialization rate (static credit partition over ``vcs`` VCs).
+
+    Not coarse: the packet's credits fit what one packet may hold, the VC's share of the buffer
+    less the ``batch - 1`` credits batching may withhold (the engine's rule). Full rate: the n
+    packets that fit the share at once cover one credit round trip into a sink,
+    n x wire / RTT >= serialization rate (``credit_loop_rtt_s``; a switch receiver holds space a
+    little longer, by its forwarding latency).
+    """
+    spec = channel.credit
+    share = spec.buffer_bytes // spec.credit_bytes // vcs
+    wire = packet_bytes + header_bytes
+    k = credits_for(wire, spec.credit_bytes)
+    if k > share - (spec.batch - 1):
+        return False
+    rtt = credit_loop_rtt_s(channel, packet_bytes, header_bytes, reverse_latency_s)
+    return (share // k) * wire / rtt >= serialization_rate_Bps(channel, header_bytes)
+
+
+def fine_packet_bytes(fabric: Fabric, header_bytes: int = 0, vcs: int = 1,
+                      floor_bytes: int = 256, ceiling_bytes: int = 1 << 20) -> int:
+    """Largest power-of-two payload in [floor, ceiling] (B) that ``is_fine`` on every channel of
+    ``fabric``; ``floor_bytes`` if none is (buffers too small to cover their loop at any size).
+
+    On GB200 NVL72 (32 KiB NVLink 5 buffers, 16 B credits, batches of 16) this is 16 KiB: two
+    packets cover the ~0.56 us loop; 32 KiB would be coarse.
+    """
+    reverse = {}
+    for ch in fabric.channels:
+        try:
+            reverse[ch.id] = fabric.reverse(ch).latency_s
+        except KeyError:
+            reverse[ch.id] = ch.latency_s
+    size = ceiling_bytes
+    while size > floor_bytes:
+        if all(is_fine(ch, size, header_bytes, vcs, reverse[ch.id]) for ch in fabric.channels):
+            return size
+        size //= 2
+    return floor_bytes
