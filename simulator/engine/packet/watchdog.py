@@ -6,6 +6,9 @@ runs empty with packets still held (checked when the loop ends), or events keep 
 packet moving (a livelock, or a stuck run with a periodic timer): the ``Watchdog`` samples the
 packet-hop counter every ``interval_s`` while packets are in flight and stops the run if it did not
 move. It sleeps (schedules nothing) while no packets are in flight, so it never keeps a run alive.
+Without an observer the engine accounts a delivery when the packet's final hop starts
+(``PacketNetwork.deliver_ahead``): the watchdog then sees it delivered up to one link latency early,
+which can only move the report of a run that is already stuck by one interval.
 """
 
 from __future__ import annotations
@@ -45,7 +48,8 @@ class Watchdog:
         if net.done:
             return
         held = net.packets_held()
-        idle = not net.env._queue  # nothing else scheduled: nothing can ever free a credit
+        # nothing else scheduled (deliveries accounted ahead are not events): nothing can free a credit
+        idle = not net.env._queue and net.last_delivery_s <= net.env._now
         if held and idle:
             deadlock_report(net, net._result(0.0), reason="the event queue ran empty")
         if idle or not held and net.packets_injected <= net.packets_delivered:
