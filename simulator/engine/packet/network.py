@@ -5,7 +5,6 @@ injectors, the transfer DAG and the event loop. Behaviour lives in the parts (``
 
 from __future__ import annotations
 
-import gc
 import logging
 import time
 from array import array
@@ -353,22 +352,13 @@ class PacketNetwork:
         env = self.env
         queue = env._queue
         pop = heappop
-        # The loop allocates a few objects per event, none in a reference cycle (reference counting
-        # frees them all); left on, the cyclic collector would keep rescanning the survivors that
-        # are waiting in the event queue: a quarter of the wall time on a 1 GiB NVL72 all-reduce.
-        collecting = gc.isenabled()
-        gc.disable()
-        try:
-            # SimPy's ``Environment.step`` inlined: every event here is engine-made (``Packet``,
-            # ``Wake``) and always ``_ok``, so the loop only pops, sets the clock and calls back
-            while queue and not self.done:
-                now, _, _, ev = pop(queue)
-                env._now = now
-                for cb in ev.callbacks:
-                    cb(ev)
-        finally:
-            if collecting:
-                gc.enable()
+        # SimPy's ``Environment.step`` inlined: every event here is engine-made (``Packet``,
+        # ``Wake``) and always ``_ok``, so the loop only pops, sets the clock and calls back
+        while queue and not self.done:
+            now, _, _, ev = pop(queue)
+            env._now = now
+            for cb in ev.callbacks:
+                cb(ev)
         if self.eager and not self.done and self.last_delivery_s > env._now:
             env._now = self.last_delivery_s  # stuck run: the reference path's clock ran to the last landing
         now = env._now
