@@ -78,7 +78,7 @@ class OutputPort:
                  "full_advance", "ret_lag", "rets",
                  "busy_until", "wake_at", "blocked", "stall_since", "stall_s", "busy_s", "bytes",
                  "sent", "reqs", "arbiter", "speedup", "cut_through", "vc_max", "obs", "wake_cbs",
-                 "streams")
+                 "spare", "streams")
 
     def __init__(self, net: "PacketNetwork", channel: Channel, *, spb: float, node_latency: float,
                  next_latency: float, credits, batcher, ret_lag: float, full_wire: int, max_k: int, arbiter,
@@ -129,6 +129,8 @@ class OutputPort:
         self.vc_max = vc_max
         self.obs = obs
         self.wake_cbs = (self.kick,)
+        self.spare: PortWake | None = None
+        """A spent wake-up of this port, reused by the next ``wake``."""
         self.streams = obs is None and type(credits) is StaticCredits and net.eager
         """Single-hop injections may take ``_stream`` (see there)."""
 
@@ -150,7 +152,13 @@ class OutputPort:
             env = self.env
             now = env._now
             # env.schedule(Wake(self.kick, t), 1, t - now) inlined (same event time and order)
-            heappush(env._queue, (now + (t - now), 1, next(env._eid), PortWake(self.wake_cbs, t)))
+            w = self.spare
+            if w is None:
+                w = PortWake(self.wake_cbs, t)
+            else:  # reuse the port's last spent wake-up (one allocation less per packet-hop)
+                self.spare = None
+                w.at = t
+            heappush(env._queue, (now + (t - now), 1, next(env._eid), w))
 
     def release(self, t_free: float, vc: int, wire: int) -> None:
         """The receiver frees the space of a ``wire``-byte packet of ``vc`` at ``t_free`` (its tail
@@ -195,8 +203,10 @@ class OutputPort:
 
         ``ev``: the port's own wake-up when called as its event callback (the wake-up is spent).
         """
-        if ev is not None and ev.at >= self.wake_at:
-            self.wake_at = INF
+        if ev is not None:
+            if ev.at >= self.wake_at:
+                self.wake_at = INF
+            self.spare = ev
         now = self.env._now
         soon = now + EPS_S
         if self.busy_until > soon:
