@@ -361,7 +361,7 @@ class OutputPort:
         net = self.net
         if hop == 0:
             p.t_inject = now
-            # net.on_inject(p, now) inlined
+            # the first byte left its source: injection totals, the transfer's start
             net.bytes_injected += p.bytes
             net.packets_injected += 1
             tid = p.tid

@@ -276,15 +276,6 @@ class PacketNetwork:
             heappush(env._queue, (t, 1, self.last_delivery_eid[tid],
                                   Wake(lambda ev: self._finish(tid, env._now), t)))
 
-    def on_inject(self, p: Packet, now: float) -> None:
-        """First byte of ``p`` left its source."""
-        self.bytes_injected += p.bytes
-        self.packets_injected += 1
-        tid = p.tid
-        if not self.started[tid]:  # first packet of the transfer
-            self.started[tid] = 1
-            self.start_s[tid] = now
-
     # -- transfer DAG ---------------------------------------------------------------------------
     def _release(self, tid: int) -> None:
         """All deps of ``tid`` finished: start it after its ``delay_s`` (always via an event, so long
