@@ -10,26 +10,16 @@ with slotted iSLIP on an uncontended input.
 
 from __future__ import annotations
 
-from simulator.engine.packet.arbiters.base import Arbiter
+from simulator.engine.packet.arbiters.round_robin import RoundRobin
 
 
-class ISlip(Arbiter):
-    __slots__ = ("grant", "iterations")
+class ISlip(RoundRobin):
+    """Grant pointer moves one past the accepted input; accept is immediate (see module docstring),
+    so the grant step is round-robin's and only the configuration differs."""
+
+    __slots__ = ("iterations",)
     name = "islip"
 
-    def __init__(self, iterations: int = 1, **_: object) -> None:
-        self.grant = -(1 << 62)
-        """Grant pointer: rank of the input accepted last."""
+    def __init__(self, iterations: int = 1, **kwargs: object) -> None:
+        super().__init__(**kwargs)
         self.iterations = iterations
-
-    def pick(self, requesters):
-        # Grant: first requester after the pointer (wrapping). Accept: immediate, because every
-        # listed input has a free crossbar; so the pointer moves one past the granted input.
-        ptr = self.grant
-        for r in requesters:
-            if r.rank > ptr:
-                self.grant = r.rank
-                return r
-        r = requesters[0]
-        self.grant = r.rank
-        return r
