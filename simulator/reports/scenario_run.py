@@ -28,6 +28,7 @@ from simulator.reports.sweeps import SweepSpec, select_gpus, size_list, sweep
 from simulator.topology.builder import build_fabric
 from simulator.topology.fabric import Fabric
 from simulator.topology.routing import equal_cost_routes
+from simulator.units import GB
 from simulator.workloads.attention import decode_step, kv_transfer, prefill, ring_attention
 from simulator.workloads.attention.model import AttentionRun, GpuRoofline
 from simulator.workloads.scenario import (CollectiveItem, CopyItem, DecodeItem, PrefillItem, RingAttentionItem,
@@ -147,7 +148,7 @@ def attention_row(fabric: Fabric, item, engine: str, packet: PacketConfig,
            "pJ_per_byte": energy.pJ_per_byte if result.bytes_delivered else None,
            "dynamic_J": dict(energy.dynamic_J), "busiest_link": busiest_link(fabric, result)}
     if item.kind == "kv_transfer":
-        row["algbw_GBps"] = row["bytes"] / result.makespan_s / 1e9 if result.makespan_s else 0.0
+        row["algbw_GBps"] = row["bytes"] / result.makespan_s / GB if result.makespan_s else 0.0
         row["ideal_time_us"] = run.figures["ideal_time_s"] * US
     if item.kind in ("decode", "prefill"):
         comm = row["communication_us"]
