@@ -139,6 +139,13 @@ class OutputPort:
         self.reqs.append(req)
         self.reqs.sort(key=lambda r: r.rank)
 
+    def cost_of(self, wire: int) -> tuple[int, float]:
+        """Credits a packet of ``wire`` bytes takes, and how much earlier its credits come back when
+        it is larger than the buffer (coarse mode, see ``release``); full-size packets use the
+        precomputed ``full_k``/``full_advance``."""
+        advance = (wire - self.max_bytes) * self.spb if wire > self.max_bytes else 0.0
+        return self.credits_of(wire), advance
+
     def credits_of(self, wire_bytes: int) -> int:
         """Credits a packet of ``wire_bytes`` takes on this channel (capped at ``max_k``)."""
         k = credits_for(wire_bytes, self.credit_bytes)
@@ -170,11 +177,7 @@ class OutputPort:
         when the buffer covers the credit loop (real NVLink/IB buffers do) and is optimistic by up
         to wire/buffer when it does not: study credit loops with packets smaller than the buffer.
         """
-        if wire == self.full_wire:
-            k, advance = self.full_k, self.full_advance
-        else:
-            k = self.credits_of(wire)
-            advance = (wire - self.max_bytes) * self.spb if wire > self.max_bytes else 0.0
+        k, advance = (self.full_k, self.full_advance) if wire == self.full_wire else self.cost_of(wire)
         batcher = self.batcher
         if batcher.batch != 1:  # batcher.free(vc, k) inlined
             held = batcher.held[vc] + k
@@ -294,11 +297,7 @@ class OutputPort:
         up/down transfers, copies into a switch). Ports with static credits and no observer only
         (``streams``); same arithmetic in the same order as the general path, fewer lookups."""
         w = p.wire
-        if w == self.full_wire:
-            k, advance = self.full_k, self.full_advance
-        else:
-            k = self.credits_of(w)
-            advance = (w - self.max_bytes) * self.spb if w > self.max_bytes else 0.0
+        k, advance = (self.full_k, self.full_advance) if w == self.full_wire else self.cost_of(w)
         credits = self.credits
         used = credits.used
         u = used[0] + k  # a packet at its source travels on VC 0

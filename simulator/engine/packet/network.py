@@ -219,10 +219,8 @@ class PacketNetwork:
             q.push(nxt_p)
             self.ports[nxt].wake(self.env._now)
 
-    def _deliver(self, p: Packet) -> None:
-        """``p``'s tail reached its destination: account, maybe finish the transfer (its buffer space
-        was already queued for return by the sending port)."""
-        now = self.env._now
+    def _account(self, p: Packet, t: float) -> int:
+        """Count ``p`` as delivered at ``t`` (bytes, exactly-once check, latency); returns its bytes."""
         nbytes = p.bytes
         self.bytes_delivered += nbytes
         self.packets_delivered += 1
@@ -231,8 +229,15 @@ class PacketNetwork:
             self.duplicates += 1
         else:
             self.seen[seq] = 1
-        self.latency.append(now - p.t_inject)
+        self.latency.append(t - p.t_inject)
         self.queue_delay.append(p.queue_s)
+        return nbytes
+
+    def _deliver(self, p: Packet) -> None:
+        """``p``'s tail reached its destination: account, maybe finish the transfer (its buffer space
+        was already queued for return by the sending port)."""
+        now = self.env._now
+        nbytes = self._account(p, now)
         if self.obs is not None:
             self.obs.delivered(p, now)
         tid = p.tid
@@ -252,16 +257,7 @@ class PacketNetwork:
         """
         env = self.env
         eid = next(env._eid)
-        nbytes = p.bytes
-        self.bytes_delivered += nbytes
-        self.packets_delivered += 1
-        seq = p.seq
-        if self.seen[seq]:
-            self.duplicates += 1
-        else:
-            self.seen[seq] = 1
-        self.latency.append(t - p.t_inject)
-        self.queue_delay.append(p.queue_s)
+        nbytes = self._account(p, t)
         self.delivered_at.append(t)
         if t > self.last_delivery_s:
             self.last_delivery_s = t
