@@ -29,6 +29,8 @@ class GpuSpec(Part):
     fp8_flops: float | None = Field(None, gt=0)
     """Dense FP8 tensor throughput (FLOP/s); None where the GPU has no FP8 tensor cores."""
     sms: int = Field(gt=0)
+    architecture: Literal["ampere", "hopper", "blackwell"]
+    """GPU architecture: selects the GPU-side collective constants (parts/gpu_side.yaml)."""
     nvlink: str | None
     """NVLink generation (catalog link name) or None."""
     nvlinks: int = Field(ge=0)

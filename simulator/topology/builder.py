@@ -238,7 +238,8 @@ def _assemble(name: str, devices: dict[str, _Device], links: list[_Link]) -> Fab
         part = dev.part
         nodes.append(Node(dev.name, part.kind, part.name, group=dev.group,
                           rank=rank if part.kind == "gpu" else -1, latency_s=part.latency_s,
-                          reduction=part.reduction, static_power_W=part.static_power_W))
+                          reduction=part.reduction, static_power_W=part.static_power_W,
+                          architecture=part.gpu.architecture if part.gpu else ""))
         rank += part.kind == "gpu"
     channels: list[Channel] = []
     for index, link in enumerate(links):
@@ -270,7 +271,8 @@ def _channels(index: int, link: _Link, devices: dict[str, _Device], first_id: in
                            generation=gen.name, lanes=gen.pairs_per_direction,
                            line_rate_Bps=gen.line_rate_Bps, rate_Bps=gen.payload_rate_Bps,
                            latency_s=latency, credit=credit, energy_pJ_per_bit=MappingProxyType(energy),
-                           cable=cable.kind if cable.kind != "trace" else "", retimers=spec.retimers))
+                           cable=cable.kind if cable.kind != "trace" else "", retimers=spec.retimers,
+                           reverse_overhead=gen.reverse_overhead))
     return out
 
 

@@ -42,6 +42,9 @@ class Node:
     """True for switches that can reduce in the switch (NVLS/SHARP multimem)."""
     static_power_W: float = 0.0
     """Power this device's interconnect logic draws whether or not traffic flows (switch chips, NIC)."""
+    architecture: str = ""
+    """For GPUs: ``ampere``, ``hopper`` or ``blackwell`` (selects the GPU-side collective constants);
+    "" for other nodes and for hand-made GPUs, which then have no GPU-side limits."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -87,6 +90,9 @@ class Channel:
     cable: str = ""
     """Cable kind name (``copper_passive``, ``copper_active``, ``optical``) or "" for board traces."""
     retimers: int = 0
+    reverse_overhead: float = 0.0
+    """Bytes the other direction of this link carries per payload byte sent here (responses,
+    acknowledgements, credits); the flow engine charges them to the reverse channel."""
 
 
 @dataclass(slots=True)
