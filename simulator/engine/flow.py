@@ -6,7 +6,10 @@ over parallel links does). Rates are the max-min fair allocation of ``Channel.ra
 all active sub-flows, recomputed whenever a sub-flow starts or finishes (progressive filling).
 A transfer finishes when its last sub-flow drains plus the zero-load latency of its slowest
 route (links + transit switches). Pure delays (``bytes == 0``) finish ``delay_s`` after their
-deps. No randomness: the same workload gives the same result.
+deps. A transfer with a rate limit (``Transfer.rate_Bps``: the CTA or copy engine driving it)
+crosses one more channel of its own, of that capacity, shared by its sub-flows: the max-min
+allocation then gives it min(its fair share of the links, its own rate). No randomness: the same
+workload gives the same result.
 """
 
 from __future__ import annotations
@@ -51,10 +54,11 @@ class _Plan:
 
 class _RouteTable:
     """Routes interned to ids, their channels in CSR form (``ptr``/``channels``) for numpy gathers,
-    and per route its bottleneck rate (B/s) and zero-load latency (s), as ``topology.routing``'s
+    and per route its bottleneck link rate (B/s) and zero-load latency (s), as ``topology.routing``'s
     ``route_rate_Bps`` / ``route_latency_s`` define them, computed for all routes at once."""
 
-    __slots__ = ("id_of", "routes", "ptr", "channels", "length", "rate_Bps", "latency_s")
+    __slots__ = ("id_of", "routes", "ptr", "channels", "length", "rate_Bps", "latency_s", "hops",
+                 "use_ptr", "use_channel", "use_coef", "use_length")
 
     def __init__(self) -> None:
         self.id_of: dict[tuple[int, ...], int] = {}
@@ -67,54 +71,96 @@ class _RouteTable:
             self.routes.append(route)
         return rid
 
-    def freeze(self, fabric: Fabric) -> None:
-        """Build the arrays once every route is known (every route has at least one channel)."""
+    def freeze(self, fabric: Fabric, limits: np.ndarray) -> None:
+        """Build the arrays once every route is known (every route has at least one channel).
+
+        Channel ids past the fabric's are rate limits (``limits[id - len(fabric.channels)]`` B/s):
+        they cap a route's rate but add no latency and no hop."""
         self.length = np.fromiter((len(r) for r in self.routes), dtype=np.int64, count=len(self.routes))
         self.ptr = np.zeros(len(self.routes) + 1, dtype=np.int64)
         np.cumsum(self.length, out=self.ptr[1:])
         self.channels = np.array(list(chain.from_iterable(self.routes)), dtype=np.int64)
         if not self.routes:
-            self.rate_Bps = self.latency_s = np.zeros(0)
+            self.rate_Bps = self.latency_s = self.hops = np.zeros(0)
             return
         chans, nodes = fabric.channels, fabric.nodes
-        rate = np.array([c.rate_Bps for c in chans])[self.channels]
-        link = np.array([c.latency_s for c in chans])[self.channels]
-        forward = np.array([nodes[c.dst].latency_s for c in chans])[self.channels]
-        starts, last = self.ptr[:-1], self.ptr[1:] - 1
-        self.rate_Bps = np.minimum.reduceat(rate, starts)
+        zeros = np.zeros(len(limits))
+        real = (self.channels < len(chans)).astype(np.int64)
+        rate = np.concatenate(([c.rate_Bps for c in chans], limits))[self.channels]
+        link = np.concatenate(([c.latency_s for c in chans], zeros))[self.channels]
+        forward = np.concatenate(([nodes[c.dst].latency_s for c in chans], zeros))[self.channels]
+        starts = self.ptr[:-1]
+        last = starts + np.add.reduceat(real, starts) - 1  # a route's limit comes after its channels
+        self._uses(fabric)
+        self.rate_Bps = np.minimum.reduceat(np.where(real > 0, rate, np.inf), starts)  # links only
+        self.hops = np.add.reduceat(real, starts)
         # links, plus the forwarding latency of every node entered except the destination
         self.latency_s = np.add.reduceat(link, starts) + np.add.reduceat(forward, starts) - forward[last]
 
-    def entries(self, rids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """(entry -> index in ``rids``, entry -> channel) for the routes ``rids``."""
-        lengths = self.length[rids]
+    def _uses(self, fabric: Fabric) -> None:
+        """Per route, every capacity it uses and how much per byte (CSR ``use_*``): each channel
+        it crosses (1), the reverse direction of each link it crosses (``reverse_overhead``:
+        responses and credits) and its rate limit, if any (1)."""
+        chans = fabric.channels
+        n_real = len(chans)
+        reverse = {}
+        for c in chans:
+            if c.reverse_overhead and c.id not in reverse:
+                reverse[c.id] = fabric.reverse(c).id
+        use_ptr, use_channel, use_coef = [0], [], []
+        for route in self.routes:
+            for cid in route:
+                use_channel.append(cid)
+                use_coef.append(1.0)
+                if cid < n_real and cid in reverse:
+                    use_channel.append(reverse[cid])
+                    use_coef.append(chans[cid].reverse_overhead)
+            use_ptr.append(len(use_channel))
+        self.use_ptr = np.array(use_ptr, dtype=np.int64)
+        self.use_channel = np.array(use_channel, dtype=np.int64)
+        self.use_coef = np.array(use_coef)
+        self.use_length = np.diff(self.use_ptr)
+
+    def entries(self, rids: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(entry -> index in ``rids``, entry -> channel, entry -> bytes used per byte) for the
+        routes ``rids``."""
+        lengths = self.use_length[rids]
         entry_flow = np.repeat(np.arange(len(rids)), lengths)
         first = np.cumsum(lengths) - lengths
-        entry_channel = self.channels[np.repeat(self.ptr[rids] - first, lengths) + np.arange(int(lengths.sum()))]
-        return entry_flow, entry_channel
+        at = np.repeat(self.use_ptr[rids] - first, lengths) + np.arange(int(lengths.sum()))
+        return entry_flow, self.use_channel[at], self.use_coef[at]
 
 
 _LOCAL = _Plan(np.zeros(0, dtype=np.int64), np.zeros(0), 0.0, 0.0)
 """Plan of a local copy (src == dst): no channel crossed."""
 
 
-def _plan(fabric: Fabric, workload: Workload, table: _RouteTable) -> list[_Plan | None]:
+def _plan(fabric: Fabric, workload: Workload, table: _RouteTable) -> tuple[list[_Plan | None], np.ndarray]:
     """One plan per transfer (None for pure delays), shared by transfers with the same src, dst
-    and paths; sub-flow bytes in proportion to each route's bottleneck rate."""
+    and paths; sub-flow bytes in proportion to each route's bottleneck rate. A rate-limited
+    transfer gets a limit channel of its own (id ``len(fabric.channels) + k``) appended to each of
+    its routes. Returns the plans and the limits (B/s)."""
     route_ids: dict[tuple, list[int] | None] = {}
     keys: list[tuple | None] = []
+    limits: list[float] = []
+    n_real = len(fabric.channels)
     for t in workload.transfers:
         if t.bytes == 0:
             keys.append(None)
             continue
-        key = (t.src, t.dst, t.paths)
+        limit = ()
+        if t.rate_Bps and t.src != t.dst:
+            limit = (n_real + len(limits),)
+            limits.append(t.rate_Bps)
+        key = (t.src, t.dst, t.paths, limit)
         keys.append(key)
         if key not in route_ids:
             routes = t.paths if t.paths is not None else equal_cost_routes(fabric, t.src, t.dst)
             if not routes:
                 raise SimulationError(f"transfer {t.id} ({t.src}->{t.dst}) has no route")
-            route_ids[key] = None if tuple(routes) == ((),) else [table.intern(tuple(r)) for r in routes]
-    table.freeze(fabric)
+            route_ids[key] = None if tuple(routes) == ((),) else [table.intern(tuple(r) + limit) for r in routes]
+    limits_Bps = np.array(limits, dtype=float)
+    table.freeze(fabric, limits_Bps)
     plans: dict[tuple, _Plan] = {}
     for key, rids in route_ids.items():
         if rids is None:
@@ -125,8 +171,8 @@ def _plan(fabric: Fabric, workload: Workload, table: _RouteTable) -> list[_Plan 
         shares = rates / rates.sum()
         keep = shares > 0
         plans[key] = _Plan(ids[keep], shares[keep], float(table.latency_s[ids].max()),
-                           float(np.dot(shares, table.length[ids])))
-    return [None if key is None else plans[key] for key in keys]
+                           float(np.dot(shares, table.hops[ids])))
+    return [None if key is None else plans[key] for key in keys], limits_Bps
 
 
 class _Active:
@@ -182,10 +228,10 @@ class _Active:
         is solved over distinct routes weighted by how many sub-flows use each."""
         mult = np.bincount(self.rid, minlength=len(table.routes))
         used = np.flatnonzero(mult)
-        entry_flow, entry_channel = table.entries(used)
+        entry_flow, entry_channel, entry_coef = table.entries(used)
         per_route = np.zeros(len(table.routes))
         per_route[used] = max_min_rates(len(used), entry_flow, entry_channel, capacity,
-                                        weight=mult[used].astype(float))
+                                        weight=mult[used].astype(float), coef=entry_coef)
         self.rate = per_route[self.rid]
         self.dirty = False
 
@@ -196,8 +242,9 @@ def run_flow(fabric: Fabric, workload: Workload, config: FlowConfig = FlowConfig
     transfers = workload.transfers
     n = len(transfers)
     table = _RouteTable()
-    plans = _plan(fabric, workload, table)
-    capacity = np.array([c.rate_Bps for c in fabric.channels], dtype=float)
+    plans, limits = _plan(fabric, workload, table)
+    capacity = np.concatenate((np.array([c.rate_Bps for c in fabric.channels], dtype=float), limits))
+    n_real = len(fabric.channels)
     start = np.full(n, np.nan)
     finish = np.full(n, np.nan)
     waiting = np.array([len(t.deps) for t in transfers], dtype=np.int64)
@@ -268,9 +315,10 @@ def run_flow(fabric: Fabric, workload: Workload, config: FlowConfig = FlowConfig
                     if waiting[child] == 0:
                         release(child, now)
         active.flush()
-    channel_bytes = np.zeros(len(fabric.channels))
+    channel_bytes = np.zeros(len(capacity))
     if len(table.routes):
         np.add.at(channel_bytes, table.channels, np.repeat(route_bytes, table.length))
+    channel_bytes, capacity = channel_bytes[:n_real], capacity[:n_real]
     injected = sum(t.bytes for t in transfers)
     hop_bytes = sum(t.bytes * plans[t.id].mean_hops for t in transfers if plans[t.id] is not None)
     invariants = {

@@ -9,7 +9,8 @@ _SATURATED = 1e-12
 
 
 def max_min_rates(n_flows: int, entry_flow: np.ndarray, entry_channel: np.ndarray,
-                  capacity_Bps: np.ndarray, weight: np.ndarray | None = None) -> np.ndarray:
+                  capacity_Bps: np.ndarray, weight: np.ndarray | None = None,
+                  coef: np.ndarray | None = None) -> np.ndarray:
     """Max-min fair rates (B/s) of ``n_flows`` flows over channels of ``capacity_Bps``.
 
     Flow ``entry_flow[k]`` crosses channel ``entry_channel[k]`` (one entry per flow and channel).
@@ -17,6 +18,8 @@ def max_min_rates(n_flows: int, entry_flow: np.ndarray, entry_channel: np.ndarra
     freeze the flows crossing it, repeat. Each flow must cross at least one channel.
     ``weight[f]`` (default 1) counts flow ``f`` as that many identical flows (same channels), each
     getting the returned rate: identical flows always share equally under max-min fairness.
+    ``coef[k]`` (default 1) is the capacity entry ``k`` uses per byte/s of its flow's rate (e.g. a
+    link's reverse direction carrying responses for the flow's bytes).
     """
     rate = np.zeros(n_flows)
     if n_flows == 0:
@@ -31,8 +34,12 @@ def max_min_rates(n_flows: int, entry_flow: np.ndarray, entry_channel: np.ndarra
     left = cap.copy()
     frozen = np.zeros(n_flows, dtype=bool)
     live = np.ones(len(entry_flow), dtype=bool)
+    per_entry = None
+    if weight is not None or coef is not None:
+        per_entry = (np.ones(len(entry_flow)) if weight is None else weight[entry_flow]) * \
+            (1.0 if coef is None else coef)
     while live.any():
-        count = np.bincount(local[live], weights=None if weight is None else weight[entry_flow[live]],
+        count = np.bincount(local[live], weights=None if per_entry is None else per_entry[live],
                             minlength=len(used))
         busy = count > 0
         share = np.full(len(used), np.inf)

@@ -28,6 +28,10 @@ class Transfer:
     paths: tuple[tuple[int, ...], ...] | None = None
     tag: str = ""
     """Label for reports and traces, e.g. ``ring.ch3.rs.step2``."""
+    rate_Bps: float = 0.0
+    """Most bytes/s the sender can push, whatever the links offer (0: no limit): the copy or reduce
+    rate of the one CTA (NCCL channel) or copy engine that drives this transfer. Engines treat it
+    as one more capacity the transfer alone crosses."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,8 +49,8 @@ class Workload:
                 raise ValueError(f"transfer ids must be 0..N-1 in order; got {t.id} at {i}")
             if any(d >= i or d < 0 for d in t.deps):
                 raise ValueError(f"transfer {i} depends on a later or unknown transfer: {t.deps}")
-            if t.bytes < 0 or t.delay_s < 0:
-                raise ValueError(f"transfer {i} has negative bytes or delay")
+            if t.bytes < 0 or t.delay_s < 0 or t.rate_Bps < 0:
+                raise ValueError(f"transfer {i} has negative bytes, delay or rate")
 
     @property
     def total_bytes(self) -> int:

@@ -79,6 +79,9 @@ class LinkGeneration(Part):
     pairs_per_direction: int = Field(gt=0)
     """Differential pairs carrying each direction (the width, for PCIe)."""
     protocol_efficiency: float = Field(gt=0, le=1)
+    reverse_overhead: float = Field(0.0, ge=0, le=1)
+    """Bytes the opposite direction carries per payload byte of this one (write responses,
+    acknowledgements, flow-control credits): why a link loaded both ways moves less each way."""
     """Payload share of the post-FEC rate (headers, CRC, flow-control traffic): a calibration
     constant, the same for every topology of the generation."""
     phy_latency_s: Seconds = Field(ge=0)

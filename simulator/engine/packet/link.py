@@ -78,6 +78,7 @@ class OutputPort:
                  "full_advance", "ret_lag", "rets",
                  "busy_until", "wake_at", "blocked", "stall_since", "stall_s", "busy_s", "bytes",
                  "sent", "reqs", "arbiter", "speedup", "cut_through", "vc_max", "obs", "wake_cbs",
+                 "reverse", "response_spb",
                  "spare", "streams")
 
     def __init__(self, net: "PacketNetwork", channel: Channel, *, spb: float, node_latency: float,
@@ -133,6 +134,20 @@ class OutputPort:
         """A spent wake-up of this port, reused by the next ``wake``."""
         self.streams = obs is None and type(credits) is StaticCredits and net.eager
         """Single-hop injections may take ``_stream`` (see there)."""
+        self.reverse: OutputPort | None = None
+        """The port of this link's other direction, when it carries responses for our bytes."""
+        self.response_spb = 0.0
+        """Reverse-port seconds per payload byte sent here (``Channel.reverse_overhead`` x its s/B)."""
+
+    def respond(self, nbytes: int, now: float) -> None:
+        """The receiver answers ``nbytes`` of payload (write responses, acknowledgements): the
+        reverse direction's serializer is busy for them at its first free moment, so a link loaded
+        both ways moves less each way (``Channel.reverse_overhead``)."""
+        rev = self.reverse
+        start = rev.busy_until if rev.busy_until > now else now
+        cost = nbytes * self.response_spb
+        rev.busy_until = start + cost
+        rev.busy_s += cost
 
     def add_requester(self, req) -> None:
         """Register a VOQ or injector (kept sorted by rank)."""
@@ -328,6 +343,8 @@ class OutputPort:
         self.busy_s += end - now
         self.bytes += nbytes
         self.sent += 1
+        if self.reverse is not None:
+            self.respond(nbytes, now)
         t_tail = end + self.latency
         p.t_tail = t_tail
         # self.release(t_tail, 0, w) inlined (the port is not blocked: no wake-up)
@@ -387,6 +404,8 @@ class OutputPort:
         self.busy_s += end - now
         self.bytes += p.bytes
         self.sent += 1
+        if self.reverse is not None:
+            self.respond(p.bytes, now)
         t_tail = end + self.latency
         p.t_tail = t_tail
         env = self.env

@@ -109,6 +109,10 @@ class PacketNetwork:
             name = ch.src if parallel[(ch.src, ch.dst)] == 1 else f"{ch.src}/ch{ch.id}"
             weight = cfg.arbiter_weights.get(ch.dst, {}).get(ch.src, 1)
             self.inbufs.append(InputBuffer(ch.id, cfg.vcs, name, weight))
+        for ch, port in zip(self.fabric.channels, self.ports):
+            if ch.reverse_overhead:
+                port.reverse = self.ports[self.fabric.reverse(ch).id]
+                port.response_spb = ch.reverse_overhead * port.reverse.spb
 
     def _build_transfers(self) -> None:
         transfers = self.workload.transfers
@@ -306,6 +310,21 @@ class PacketNetwork:
         self.watchdog.arm()
 
     def _finish(self, tid: int, now: float) -> None:
+        """``tid``'s last byte arrived at ``now``. A rate-limited transfer (``Transfer.rate_Bps``:
+        the CTA or copy engine behind it) is not done before its sender could have pushed its bytes:
+        it completes at ``start + bytes / rate_Bps`` if that is later. Packets themselves are not
+        paced, so while a CTA limit binds the links carry its bytes earlier than the flow engine's
+        fluid shares do; completion times agree."""
+        t = self.workload.transfers[tid]
+        if t.rate_Bps and t.src != t.dst:
+            paced = float(self.start_s[tid]) + t.bytes / t.rate_Bps
+            if paced > now:
+                delay = paced - now
+                self.env.schedule(Wake(lambda ev: self._complete(tid, self.env._now), paced), 1, delay)
+                return
+        self._complete(tid, now)
+
+    def _complete(self, tid: int, now: float) -> None:
         self.finish_s[tid] = now
         if self.obs is not None:
             self.obs.transfer(tid, float(self.start_s[tid]), now)
