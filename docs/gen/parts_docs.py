@@ -185,6 +185,27 @@ def protocols_section() -> str:
     return text
 
 
+def _gpu_side_rows() -> Iterator[tuple[str, str, str]]:
+    """(constant, value, source) of every number in gpu_side.yaml."""
+    from simulator.hardware.gpu_side import load_gpu_side
+
+    table = load_gpu_side()
+    for path, part in (("library", table.library),
+                       *((f"architectures.{a}", s) for a, s in table.architectures.items())):
+        for fname, source in part.sources.items():
+            yield f"{path}.{fname}", fmt(fname, getattr(part, fname)), source
+
+
+def gpu_side_section() -> str:
+    from simulator.hardware.gpu_side import PARTS_FILE
+
+    text = (f"## The GPU side of a collective (`{rel(PARTS_FILE)}`)\n\n"
+            "Per-CTA copy/reduce rates, channel counts, launch and flag latencies per GPU architecture, "
+            "and NCCL's library constants (FIFO slots, chunk and slice steps, channel thresholds) "
+            "(`simulator/hardware/gpu_side.py`, used by `simulator/workloads/collectives/gpu_side.py`).\n\n")
+    return text + table(["constant", "value", "source"], _gpu_side_rows()) + "\n"
+
+
 def parts_page() -> str:
     counts = Counter(label(s) for _, _, s in all_sourced())
     text = header(SCRIPT, "parts files in simulator/hardware/parts/")
@@ -205,6 +226,7 @@ def parts_page() -> str:
     text += link_rates_table() + "\n"
     text += catalog_sections()
     text += protocols_section()
+    text += "\n" + gpu_side_section()
     return text
 
 
@@ -226,6 +248,8 @@ def all_sourced() -> Iterator[tuple[str, str, str]]:
     _, raw = _protocols_raw()
     for where, value, source in _protocol_rows(raw):
         yield f"protocols.{where}", value, source
+    for where, value, source in _gpu_side_rows():
+        yield f"gpu_side.{where}", value, source
 
 
 def topology_assumptions() -> list[list[str]]:

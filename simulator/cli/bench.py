@@ -29,7 +29,10 @@ def register(app: typer.Typer) -> None:
         gpus: Annotated[Optional[int], typer.Option(help="Use the first N GPUs (default: all).")] = None,
         sizes: Annotated[str, typer.Option(help="1K:8G (doubling), a list 1M,64M, or one size.")] = "1M:1G",
         algo: Annotated[str, typer.Option(help="ring, tree, direct, nvls, hierarchical or auto.")] = "auto",
-        protocol: Annotated[str, typer.Option(help="LL, LL128, Simple or auto.")] = "auto",
+        protocol: Annotated[str, typer.Option(help="LL, LL128, Simple or auto (like NCCL_PROTO).")] = "auto",
+        channels: Annotated[Optional[int], typer.Option(
+            min=1, max=64, help="NCCL channels (CTAs) per call, like NCCL_MIN_NCHANNELS=NCCL_MAX_NCHANNELS=N "
+                                "(default: NCCL's choice per size).")] = None,
         engine: EngineOpt = "auto",
         packet_bytes: PacketBytesOpt = None,
         seed: SeedOpt = 0,
@@ -50,7 +53,7 @@ def register(app: typer.Typer) -> None:
 
         fabric = load_fabric(topology)
         spec = SweepSpec(op=op, gpus=gpus or len(fabric.gpus), sizes=tuple(size_list(sizes)), algo=algo,
-                         protocol=protocol, engine=engine, packet_bytes=packet_bytes, seed=seed)
+                         protocol=protocol, channels=channels, engine=engine, packet_bytes=packet_bytes, seed=seed)
         tracer = recorder = None
         if trace:
             from simulator.reports.trace import TraceWriter
@@ -98,6 +101,9 @@ def register(app: typer.Typer) -> None:
             typer.echo(nccl_text(op, spec.gpus, rows))
         else:
             chosen = sorted({f"{r['algo']}/{r['protocol']}/{r['engine']}" for r in rows})
+            counts = sorted({r["channels"] for r in rows if r.get("channels")})
+            if counts:
+                chosen.append(f"{counts[0]}-{counts[-1]} channels" if len(counts) > 1 else f"{counts[0]} channels")
             report_console().print(nccl_table(op, spec.gpus, rows,
                                        title=f"{fabric.name}: {op} on {spec.gpus} GPUs ({', '.join(chosen)})"))
 

@@ -9,12 +9,12 @@ run chose and cost: ``algo``, ``protocol``, ``engine``, ``p99_latency_us`` (pack
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Callable
 
 import numpy as np
 
-from simulator.engine.dispatch import simulate
+from simulator.engine.dispatch import choose_engine, simulate
 from simulator.engine.flow import FlowConfig
 from simulator.engine.packet import EngineObserver, PacketConfig
 from simulator.engine.result import RunResult
@@ -90,19 +90,24 @@ def build_workload(fabric: Fabric, spec: SweepSpec, nbytes: int) -> Workload:
 def run_one(fabric: Fabric, workload: Workload, spec: SweepSpec,
             observer: EngineObserver | None = None) -> tuple[dict, RunResult]:
     """Simulate one workload; its row and the raw result (``observer`` sees packet-engine runs)."""
-    packet = PacketConfig(seed=spec.seed, **({"packet_bytes": spec.packet_bytes} if spec.packet_bytes else {}))
+    packet = _packet_config(spec)
     result = simulate(fabric, workload, engine=spec.engine, packet=packet, flow=FlowConfig(), observer=observer)
     energy = energy_report(fabric, result)
     row = nccl_row(workload, result).as_dict()
     latency = result.packet_latency_s
     row.update(
-        algo=workload.meta.get("algo"), protocol=workload.meta.get("protocol"), engine=result.engine,
+        algo=workload.meta.get("algo"), protocol=workload.meta.get("protocol"),
+        channels=workload.meta.get("channels"), engine=result.engine,
         p99_latency_us=float(np.percentile(latency, 99) * 1e6) if len(latency) else None,
         energy_J=energy.total_J, avg_power_W=energy.average_power_W,
         pJ_per_byte=energy.pJ_per_byte if result.bytes_delivered else None,
         dynamic_J=dict(energy.dynamic_J), busiest_link=busiest_link(fabric, result),
     )
     return row, result
+
+
+def _packet_config(spec: SweepSpec) -> PacketConfig:
+    return PacketConfig(seed=spec.seed, **({"packet_bytes": spec.packet_bytes} if spec.packet_bytes else {}))
 
 
 def measure(fabric: Fabric, workload: Workload, spec: SweepSpec, observer: EngineObserver | None = None) -> dict:
@@ -114,10 +119,16 @@ def sweep(fabric: Fabric, spec: SweepSpec, on_row: Callable[[dict], None] | None
           observer: EngineObserver | None = None,
           on_result: Callable[[Workload, RunResult], None] | None = None) -> list[dict]:
     """One row per size, in size order; ``on_row`` is called after each (progress bars),
-    ``on_result`` with the raw run (plots that need per-channel data)."""
+    ``on_result`` with the raw run (plots that need per-channel data). ``engine="auto"`` picks one
+    engine for the whole sweep, by its largest size, so rows of one sweep never mix engines."""
     rows = []
+    built: dict[int, Workload] = {}
+    if spec.engine == "auto" and spec.sizes:
+        largest = max(spec.sizes)
+        built[largest] = build_workload(fabric, spec, largest)
+        spec = replace(spec, engine=choose_engine(fabric, built[largest], _packet_config(spec)))
     for nbytes in spec.sizes:
-        workload = build_workload(fabric, spec, nbytes)
+        workload = built.pop(nbytes, None) or build_workload(fabric, spec, nbytes)
         row, result = run_one(fabric, workload, spec, observer)
         rows.append(row)
         if on_row:

@@ -4,6 +4,11 @@
 routes the topology gives (PCIe switches and retimers included, their latency is in the channels).
 ``p2p`` is a copy-engine transfer over the best (equal-cost) routes between two GPUs. Several GPUs
 may copy at once (they then share whatever PCIe switch or uplink they have in common).
+
+A copy pays a fixed cost before its first byte moves: the copy-engine (DMA) launch of the GPU's
+architecture (``copy_launch_s``, parts/gpu_side.yaml), and for ``h2d`` the PCIe read round trip:
+the GPU's copy engine reads host memory with non-posted requests, so the request must reach the
+host (one route latency) before completions stream back. ``d2h`` and ``p2p`` push posted writes.
 """
 
 from __future__ import annotations
@@ -13,7 +18,8 @@ from collections import deque
 from simulator.engine.transfer import Workload
 from simulator.errors import InputError
 from simulator.topology.fabric import Fabric
-from simulator.workloads.collectives.base import DagBuilder, check_gpus
+from simulator.workloads.collectives.base import DagBuilder, check_gpus, route_lat_s
+from simulator.workloads.collectives.gpu_side import GpuSide
 
 COPIES = ("h2d", "d2h", "p2p")
 
@@ -48,12 +54,15 @@ def build_copy(fabric: Fabric, kind: str, gpus: list[str] | tuple[str, ...], nby
         if len(gpus) < 2 or len(gpus) % 2:
             raise InputError("p2p needs GPUs in pairs (source, destination)", field="gpus")
         for src, dst in zip(gpus[0::2], gpus[1::2]):
-            dag.add(src, dst, nbytes, tag=f"p2p.{src}->{dst}")
+            dag.add(src, dst, nbytes, delay_s=GpuSide.of(fabric, (src,)).copy_launch_s, tag=f"p2p.{src}->{dst}")
     else:
         for g in gpus:
             host = nearest_host(fabric, g)
             src, dst = (host, g) if kind == "h2d" else (g, host)
-            dag.add(src, dst, nbytes, tag=f"{kind}.{g}")
+            setup = GpuSide.of(fabric, (g,)).copy_launch_s
+            if kind == "h2d":  # the read request travels to the host before data comes back
+                setup += route_lat_s(fabric, g, host)
+            dag.add(src, dst, nbytes, delay_s=setup, tag=f"{kind}.{g}")
     meta = {"op": kind, "algo": "copy", "protocol": "copy-engine", "bytes": int(nbytes),
             "n": len(gpus), "busbw_factor": 1.0}
     return dag.workload(f"{kind}.{nbytes}B.{len(gpus)}gpu", meta)

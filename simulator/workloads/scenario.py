@@ -54,8 +54,10 @@ class CollectiveItem(_Item):
     gpus: int | None = Field(default=None, ge=2)
     """First N GPUs of the topology; default all."""
     sizes: str = "1M:1G"
-    algo: str = "auto"
-    protocol: str = "auto"
+    algo: Literal["auto", "ring", "tree", "direct", "nvls", "hierarchical"] = "auto"
+    protocol: Literal["auto", "LL", "LL128", "Simple", "ideal"] = "auto"
+    channels: int | None = Field(default=None, ge=1, le=64)
+    """NCCL channels (CTAs) per call, like NCCL_MIN_NCHANNELS=NCCL_MAX_NCHANNELS; default: NCCL's choice."""
 
 
 class CopyItem(_Item):

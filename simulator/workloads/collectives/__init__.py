@@ -18,6 +18,7 @@ from simulator.topology.fabric import Fabric
 from simulator.workloads.collectives import direct, hierarchical, nvls, ring, tree
 from simulator.workloads.collectives.base import (DEFAULT_CHUNK_BYTES, DEFAULT_WINDOW, GRANULARITIES,
                                                   CollectiveSpec, DagBuilder, check_gpus, default_channels)
+from simulator.workloads.collectives.gpu_side import GpuSide
 from simulator.workloads.collectives.ops import OPS, busbw_factor, check_op
 from simulator.workloads.collectives.rails import rail_channels
 
@@ -79,26 +80,40 @@ def build_collective(fabric: Fabric, gpus: list[str] | tuple[str, ...], op: str,
         raise InputError(f"unknown granularity {granularity!r}; choose steady or chunked", field="granularity")
     if nbytes <= 0:
         raise InputError("message size must be positive", field="bytes")
+    if channels is not None and channels < 1:
+        raise InputError(f"channels must be at least 1, not {channels}", field="channels")
     meta_extra = {}
     if algo == "auto" or protocol == "auto":
-        algo, protocol, predicted = choose(fabric, gpus, op, nbytes, algo, protocol, table)
+        algo, protocol, predicted = choose(fabric, gpus, op, nbytes, algo, protocol, table, channels)
         meta_extra["predicted_s"] = predicted
     reason = why_not(fabric, gpus, op, algo, protocol, table)
     if reason:
         raise InputError(reason, field="algo")
+    gpu = GpuSide.of(fabric, gpus)
     if not channels:
-        channels = default_channels(fabric, gpus)
-        if algo in RAIL_AWARE:
-            channels = rail_channels(fabric, gpus, channels)
+        channels = choose_channels(fabric, gpus, gpu, op, algo, protocol, nbytes)
     spec = CollectiveSpec(fabric=fabric, gpus=gpus, op=op, nbytes=int(nbytes), algo=algo,
                           protocol=table.protocol(protocol), table=table, channels=channels,
-                          granularity=granularity, chunk_bytes=chunk_bytes, window=window, root=root)
+                          granularity=granularity, chunk_bytes=chunk_bytes, window=window, root=root,
+                          gpu=gpu)
     dag = DagBuilder()
     ALGORITHMS[algo].build(spec, dag)
     meta = {"op": op, "algo": algo, "protocol": protocol, "bytes": int(nbytes), "n": len(gpus),
             "busbw_factor": busbw_factor(op, len(gpus)), "channels": spec.channels,
             "granularity": granularity, **meta_extra}
     return dag.workload(f"{op}.{algo}.{protocol}.{nbytes}B.{len(gpus)}gpu", meta)
+
+
+def choose_channels(fabric: Fabric, gpus: tuple[str, ...], gpu: GpuSide, op: str, algo: str, protocol: str,
+                    nbytes: int) -> int:
+    """NCCL's channel count for one call: the architecture's default for the algorithm (one per
+    equal-cost route on fabrics without a GPU side), fewer for small messages, rounded to the rails
+    on multi-node fabrics (rail-aware algorithms)."""
+    channels = gpu.default_channels(op, algo) or default_channels(fabric, gpus)
+    channels = gpu.channels_for_size(channels, op, algo, protocol, nbytes, len(gpus))
+    if algo in RAIL_AWARE:
+        channels = rail_channels(fabric, gpus, channels)
+    return channels
 
 
 __all__ = ["ALGORITHMS", "Algorithm", "OPS", "build_collective", "busbw_factor", "why_not"]

@@ -18,9 +18,10 @@ from typing import Literal
 
 from simulator.engine.transfer import Transfer, Workload
 from simulator.errors import InputError
-from simulator.hardware.protocols import Protocol, ProtocolTable
+from simulator.hardware.protocols import IDEAL, Protocol, ProtocolTable
 from simulator.topology.fabric import Fabric
 from simulator.topology.routing import Route, equal_cost_routes, route_latency_s
+from simulator.workloads.collectives.gpu_side import GpuSide
 
 Granularity = Literal["steady", "chunked"]
 GRANULARITIES = ("steady", "chunked")
@@ -51,21 +52,43 @@ class CollectiveSpec:
     window: int = DEFAULT_WINDOW
     root: int = 0
     """Index in ``gpus`` of the broadcast root."""
+    gpu: GpuSide | None = None
+    """The GPU side (CTA rates, launch and flag latency); None or the ``ideal`` protocol: none."""
 
     @property
     def n(self) -> int:
         return len(self.gpus)
 
+    @property
+    def side(self) -> GpuSide | None:
+        """The GPU side in force (None for the ``ideal`` protocol, which models the wire alone)."""
+        return None if self.protocol.name == IDEAL else self.gpu
+
     def wire(self, data_bytes: float, efficiency: float = 1.0) -> int:
         """Wire bytes for ``data_bytes`` of data with this protocol (and an extra efficiency)."""
         return int(round(data_bytes / (self.protocol.efficiency * efficiency)))
 
-    def base_s(self) -> float:
-        return self.table.base_s(self.algo, self.protocol.name)
+    def base_s(self, algo: str | None = None) -> float:
+        """Fixed cost of the call: kernel launch plus NCCL's in-kernel base latency of ``algo``
+        (default: this call's algorithm) (s)."""
+        side = self.side
+        return self.table.base_s(algo or self.algo, self.protocol.name) + (side.launch_s if side else 0.0)
 
     def hop_s(self, src: str, dst: str, algo: str | None = None) -> float:
-        """Protocol latency of one step from ``src`` to ``dst`` (by the link kinds on the way)."""
-        return self.table.hop_s(algo or self.algo, self.protocol.name, link_kind(self.fabric, src, dst))
+        """Latency of one pipeline step from ``src`` to ``dst`` besides the route: NCCL's protocol
+        latency for the link kinds on the way plus one slot handoff (flag write and poll)."""
+        side = self.side
+        return (self.table.hop_s(algo or self.algo, self.protocol.name, link_kind(self.fabric, src, dst))
+                + (side.flag_s if side else 0.0))
+
+    def cta_Bps(self, src: str, dst: str, ctas: float = 1.0) -> float:
+        """Rate limit (wire B/s) of a transfer that ``ctas`` channels drive from ``src`` to ``dst``:
+        min(CTA copy/reduce rate, the slot credit loop) per channel (0: no limit)."""
+        side = self.side
+        if side is None:
+            return 0.0
+        return ctas * side.rate_Bps(self.op, self.protocol.efficiency, self.hop_s(src, dst),
+                                    route_lat_s(self.fabric, src, dst))
 
 
 @dataclass(slots=True)
@@ -75,10 +98,10 @@ class DagBuilder:
     transfers: list[Transfer] = field(default_factory=list)
 
     def add(self, src: str, dst: str, nbytes: int, deps=(), delay_s: float = 0.0,
-            paths: tuple[Route, ...] | None = None, tag: str = "") -> int:
+            paths: tuple[Route, ...] | None = None, tag: str = "", rate_Bps: float = 0.0) -> int:
         tid = len(self.transfers)
         self.transfers.append(Transfer(tid, src, dst, int(nbytes), tuple(sorted(set(deps))),
-                                       delay_s, paths, tag))
+                                       delay_s, paths, tag, rate_Bps))
         return tid
 
     def workload(self, name: str, meta: dict) -> Workload:

@@ -25,6 +25,13 @@ def pairs(spec: CollectiveSpec) -> list[tuple[str, str, float]]:
 
 
 def build(spec: CollectiveSpec, dag: DagBuilder) -> None:
+    """One transfer per (src, dst) pair; a rank's channels are dealt evenly over its peers."""
     base = spec.base_s()
-    for src, dst, size in pairs(spec):
-        dag.add(src, dst, spec.wire(size), (), base + spec.hop_s(src, dst), None, f"direct.{spec.op}")
+    todo = pairs(spec)
+    peers: dict[str, int] = {}
+    for src, _, _ in todo:
+        peers[src] = peers.get(src, 0) + 1
+    for src, dst, size in todo:
+        ctas = max(1.0, spec.channels / peers[src])
+        dag.add(src, dst, spec.wire(size), (), base + spec.hop_s(src, dst), None, f"direct.{spec.op}",
+                spec.cta_Bps(src, dst, ctas))

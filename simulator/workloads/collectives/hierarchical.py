@@ -35,7 +35,7 @@ def build(spec: CollectiveSpec, dag: DagBuilder) -> None:
     done: dict[str, list[int]] = {}
     for i, node in enumerate(nodes):
         done.update(ring_phase(dag, spec, node, m - 1, S / m, tag=f"hier.rs.n{i}",
-                               base_s=spec.table.base_s("ring", spec.protocol.name)))
+                               base_s=spec.base_s("ring")))
     after2: dict[str, list[int]] = {}
     for j in range(m):
         cross = tuple(node[j] for node in nodes)

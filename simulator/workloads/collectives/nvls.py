@@ -16,6 +16,8 @@ from simulator.errors import InputError
 from simulator.workloads.collectives.base import CollectiveSpec, DagBuilder, n_chunks, route_lat_s
 
 OPS = frozenset({"all_reduce", "reduce_scatter", "all_gather"})
+MIN_RANKS = 2
+"""NCCL src/transport/nvls.cc (ncclNvlsInit): no NVLS with 2 GPUs or fewer."""
 
 
 def planes(spec: CollectiveSpec) -> dict[str, dict[str, float]]:
@@ -41,7 +43,10 @@ def _reduction_switches(fabric, gpu: str) -> frozenset[str]:
 
 
 def applicable(fabric, gpus) -> str | None:
-    """None if NVLS can run on these GPUs (all on the same reduction-capable switches), else why."""
+    """None if NVLS can run on these GPUs (all on the same reduction-capable switches, more than
+    two of them), else why."""
+    if len(gpus) <= MIN_RANKS:
+        return f"NVLS needs more than {MIN_RANKS} GPUs (NCCL disables it at {MIN_RANKS} or fewer)"
     first = _reduction_switches(fabric, gpus[0])
     for g in gpus:
         mine = _reduction_switches(fabric, g)

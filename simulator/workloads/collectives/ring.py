@@ -43,7 +43,8 @@ def ring_phase(dag: DagBuilder, spec: CollectiveSpec, ring: tuple[str, ...], ste
             deps = after.get(src, []) + after.get(dst, [])
             if spec.granularity == "steady":
                 tid = dag.add(src, dst, spec.wire(steps * per_channel), deps,
-                              base_s + steps * hop + (steps - 1) * lat, paths, f"{tag}.ch{c}.r{i}")
+                              base_s + steps * hop + (steps - 1) * lat, paths, f"{tag}.ch{c}.r{i}",
+                              spec.cta_Bps(src, dst))
                 done[src].append(tid)
                 done[dst].append(tid)
     if spec.granularity == "chunked":
@@ -69,7 +70,8 @@ def _chunked(dag, spec, orders, steps, per_channel, after, tag, base_s, done) ->
     for c in range(C):
         ring = orders[c]
         edge = [(channel_paths(spec.fabric, s, ring[(i + 1) % m], c, C),
-                 spec.hop_s(s, ring[(i + 1) % m], "ring")) for i, s in enumerate(ring)]
+                 spec.hop_s(s, ring[(i + 1) % m], "ring"), spec.cta_Bps(s, ring[(i + 1) % m]))
+                for i, s in enumerate(ring)]
         ids: dict[tuple[int, int, int], int] = {}
         for loop in range(loops):
             for s in range(steps):
@@ -81,9 +83,9 @@ def _chunked(dag, spec, orders, steps, per_channel, after, tag, base_s, done) ->
                         deps = [ids[(loop, s - 1, (i - 1) % m)]]
                     if loop >= spec.window:
                         deps.append(ids[(loop - spec.window, s, i)])
-                    paths, hop = edge[i]
+                    paths, hop, rate = edge[i]
                     ids[(loop, s, i)] = dag.add(src, dst, piece, deps, hop + (base_s if s == 0 and loop == 0 else 0.0),
-                                                paths, f"{tag}.ch{c}.l{loop}.s{s}.r{i}")
+                                                paths, f"{tag}.ch{c}.l{loop}.s{s}.r{i}", rate)
         for loop in range(loops):
             for i, src in enumerate(ring):
                 tid = ids[(loop, steps - 1, i)]
@@ -103,7 +105,7 @@ def chain_phase(dag: DagBuilder, spec: CollectiveSpec, chain: tuple[str, ...], d
                 src, dst = chain[i], chain[i + 1]
                 delay = base_s + hops * hop + (hops - 1) * lat
                 dag.add(src, dst, spec.wire(per_channel), (), delay,
-                        channel_paths(spec.fabric, src, dst, c, C), f"{tag}.ch{c}.h{i}")
+                        channel_paths(spec.fabric, src, dst, c, C), f"{tag}.ch{c}.h{i}", spec.cta_Bps(src, dst))
             continue
         loops = n_chunks(per_channel, spec.chunk_bytes)
         ids: dict[tuple[int, int], int] = {}
@@ -115,7 +117,8 @@ def chain_phase(dag: DagBuilder, spec: CollectiveSpec, chain: tuple[str, ...], d
                     deps.append(ids[(loop - spec.window, i)])
                 ids[(loop, i)] = dag.add(src, dst, spec.wire(per_channel / loops), deps,
                                          spec.hop_s(src, dst, "ring") + (base_s if i == 0 and loop == 0 else 0.0),
-                                         channel_paths(spec.fabric, src, dst, c, C), f"{tag}.ch{c}.l{loop}.h{i}")
+                                         channel_paths(spec.fabric, src, dst, c, C), f"{tag}.ch{c}.l{loop}.h{i}",
+                                         spec.cta_Bps(src, dst))
 
 
 def build(spec: CollectiveSpec, dag: DagBuilder) -> None:

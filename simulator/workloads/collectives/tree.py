@@ -36,22 +36,24 @@ def channel_trees(spec: CollectiveSpec, channel: int) -> tuple[list[dict[str, st
 
 
 def build(spec: CollectiveSpec, dag: DagBuilder) -> None:
+    """Channel c runs tree c mod 2 (as NCCL alternates the two trees over its channels), each
+    channel carrying S / channels; a single channel runs tree A alone."""
     C, fabric = spec.channels, spec.fabric
     base = spec.base_s()
-    per_channel = spec.nbytes / 2 / C
+    per_channel = spec.nbytes / C
     per_channel_trees = [channel_trees(spec, c) for c in range(C)]
-    for t in range(2):
-        for c in range(C):
-            both, depth = per_channel_trees[c]
-            parent = both[t]
-            if spec.granularity == "steady":
-                for child, par in parent.items():
-                    for src, dst, kind in ((child, par, "up"), (par, child, "down")):
-                        delay = base + 2 * depth * spec.hop_s(src, dst) + (2 * depth - 1) * route_lat_s(fabric, src, dst)
-                        dag.add(src, dst, spec.wire(per_channel), (), delay,
-                                channel_paths(fabric, src, dst, c, C), f"tree{t}.ch{c}.{kind}")
-            else:
-                _chunked(dag, spec, parent, per_channel, c, base, f"tree{t}.ch{c}")
+    for c in range(C):
+        t = c % 2
+        both, depth = per_channel_trees[c]
+        parent = both[t]
+        if spec.granularity == "steady":
+            for child, par in parent.items():
+                for src, dst, kind in ((child, par, "up"), (par, child, "down")):
+                    delay = base + 2 * depth * spec.hop_s(src, dst) + (2 * depth - 1) * route_lat_s(fabric, src, dst)
+                    dag.add(src, dst, spec.wire(per_channel), (), delay,
+                            channel_paths(fabric, src, dst, c, C), f"tree{t}.ch{c}.{kind}", spec.cta_Bps(src, dst))
+        else:
+            _chunked(dag, spec, parent, per_channel, c, base, f"tree{t}.ch{c}")
 
 
 def _chunked(dag, spec, parent, per_channel, c, base, tag) -> None:
@@ -71,12 +73,12 @@ def _chunked(dag, spec, parent, per_channel, c, base, tag) -> None:
                 deps.append(up[(loop - spec.window, v)])
             p = parent[v]
             up[(loop, v)] = dag.add(v, p, piece, deps, spec.hop_s(v, p) + (base if v not in children and loop == 0 else 0.0),
-                                    channel_paths(fabric, v, p, c, C), f"{tag}.l{loop}.up")
+                                    channel_paths(fabric, v, p, c, C), f"{tag}.l{loop}.up", spec.cta_Bps(v, p))
         for v in reversed(order):  # parents before children
             p = parent[v]
             deps = [down[(loop, p)]] if p in parent else [up[(loop, ch)] for ch in children[p]]
             down[(loop, v)] = dag.add(p, v, piece, deps, spec.hop_s(p, v),
-                                      channel_paths(fabric, p, v, c, C), f"{tag}.l{loop}.down")
+                                      channel_paths(fabric, p, v, c, C), f"{tag}.l{loop}.down", spec.cta_Bps(p, v))
 
 
 def _leaves_first(parent: dict[str, str], children: dict[str, list[str]]) -> list[str]:

@@ -2,7 +2,8 @@
 
 Like NCCL's tuner, but the model is read off the steady-state workload itself instead of
 per-algorithm formulas: transfers are grouped into phases (their depth in the DAG); a phase's
-bandwidth time is its most loaded channel (bytes / rate_Bps, alpha-beta "beta"), its latency the
+bandwidth time is its most loaded channel (bytes / rate_Bps, alpha-beta "beta") or its slowest
+rate-limited transfer (bytes / ``Transfer.rate_Bps``: a CTA's pace), its latency the
 largest delay + route latency ("alpha"); phases add along the DAG's critical path. Protocol
 constants come from the protocol parts, bandwidths and latencies from the fabric.
 """
@@ -61,6 +62,11 @@ def predict_s(fabric: Fabric, workload: Workload) -> float:
         load = np.bincount(inverse, weights=np.repeat(nbytes, counts) * share)
         capacity = np.array([c.rate_Bps for c in fabric.channels])
         np.maximum.at(phase_beta, cells // n_ch, load / capacity[cells % n_ch])
+        # a transfer no faster than its sender (CTA or copy engine) can push it
+        limit = np.array([ts[i].rate_Bps for i in moving])
+        capped = limit > 0
+        if capped.any():
+            np.maximum.at(phase_beta, np.array(depth)[ids[capped]], nbytes[capped] / limit[capped])
     finish = [0.0] * len(ts)
     lat, beta = latency.tolist(), phase_beta.tolist()
     for t in ts:
@@ -95,15 +101,16 @@ def _spread(fabric: Fabric, src: str, dst: str, paths) -> _Spread:
     return spread
 
 
-DIRECT_MAX_RANKS = 16
-"""The tuner considers one-shot (direct) collectives up to this many ranks (assumption: one-shot
-kernels serve small TP groups; beyond, n(n-1) messages are never competitive)."""
+AUTO_DIRECT_OPS = frozenset({"alltoall", "sendrecv"})
+"""Ops for which ``auto`` considers the direct algorithm: NCCL runs them point to point; for the
+other collectives NCCL's tuner picks among ring, tree and NVLS only (one-shot kernels stay
+available as ``--algo direct``)."""
 
 
 def choose(fabric: Fabric, gpus: tuple[str, ...], op: str, nbytes: int, algo: str, protocol: str,
-           table: ProtocolTable) -> tuple[str, str, float]:
+           table: ProtocolTable, channels: int | None = None) -> tuple[str, str, float]:
     """The (algorithm, protocol, predicted seconds) with the smallest prediction; ``auto`` in
-    either argument means "any"."""
+    either argument means "any"; ``channels`` fixes the channel count of every candidate."""
     from simulator.workloads.collectives import ALGORITHMS, build_collective, why_not
 
     algos = list(ALGORITHMS) if algo == "auto" else [algo]
@@ -113,9 +120,11 @@ def choose(fabric: Fabric, gpus: tuple[str, ...], op: str, nbytes: int, algo: st
         for p in protos:
             if why_not(fabric, gpus, op, a, p, table):
                 continue
-            if a == "direct" and len(gpus) > DIRECT_MAX_RANKS and op not in ("alltoall", "sendrecv"):
+            if algo == "auto" and a == "direct" and op not in AUTO_DIRECT_OPS:
                 continue
-            t = predict_s(fabric, build_collective(fabric, gpus, op, nbytes, a, p, table=table))
+            if algo == "auto" and a == "tree" and len({fabric.nodes[g].group for g in gpus}) < 2:
+                continue  # measured, 2x H200, NCCL 2.28: Ring (LL, then Simple) inside one node
+            t = predict_s(fabric, build_collective(fabric, gpus, op, nbytes, a, p, channels=channels, table=table))
             if best is None or t < best[0]:
                 best = (t, a, p)
     if best is None:

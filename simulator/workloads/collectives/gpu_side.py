@@ -1,0 +1,125 @@
+"""The GPU side of a collective: channels as CTAs, protocol slots as credits, launch and step latency.
+
+NCCL runs a collective as one CTA per channel. Each CTA copies (all_gather, broadcast, p2p) or
+reduces (all_reduce, reduce_scatter) at a finite rate, so a collective moves at most
+``channels x per-CTA rate`` whatever the links offer; every algorithm's per-channel transfers carry
+that rate as ``Transfer.rate_Bps`` and the engines honour it.
+
+Between two ranks a channel's data goes through a FIFO of ``NCCL_BUFFSIZE`` bytes split into
+``NCCL_STEPS`` slots: the sender may fill free slots only (it waits on the receiver's *head*
+pointer), the receiver consumes a slot once the sender's *tail* flag says it is full, then frees it.
+This is a credit loop one level above the link's: a slot is a credit of ``NCCL_BUFFSIZE /
+NCCL_STEPS`` bytes, returned after a round trip of two flag handoffs, two route latencies and the
+receiver's processing of the slot. A channel can move at most ``buffer / round trip`` (bytes in
+flight over the loop time, as for link credits), which binds only where the loop is long (networks)
+or the buffer small (LL).
+
+Latency: kernel launch (``launch_s``) plus NCCL's in-kernel base latency once per call; per pipeline
+step NCCL's hardware latency of the protocol plus one flag handoff (``flag_s``) plus the route.
+
+Channel count per call follows NCCL's rule (``src/enqueue.cc``): start from the default (24 on
+Hopper, 16 NVLS channels, 32 for p2p) and drop channels while the message is below
+``channels x threads x threshold`` bytes, so small messages use few CTAs.
+
+Fabrics built by hand (no GPU architecture on their nodes) have no GPU side: no rate limit, no
+launch or flag latency, as the closed-form tests expect.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from simulator.hardware.gpu_side import ArchitectureSide, CollectiveLibrary, load_gpu_side
+from simulator.topology.fabric import Fabric
+
+P2P_OPS = frozenset({"alltoall", "sendrecv"})
+"""Ops NCCL runs on its p2p channels."""
+
+
+@dataclass(frozen=True, slots=True)
+class GpuSide:
+    """The GPU-side constants of the GPUs of one collective (one architecture)."""
+
+    arch: ArchitectureSide | None
+    """None: GPUs without an architecture (hand-made fabrics): no GPU-side limits."""
+    library: CollectiveLibrary
+
+    @classmethod
+    def of(cls, fabric: Fabric, gpus: tuple[str, ...]) -> "GpuSide":
+        """The GPU side of ``gpus``; with mixed architectures the slowest CTA sets the pace."""
+        table = load_gpu_side()
+        archs = {fabric.nodes[g].architecture for g in gpus}
+        if "" in archs or not archs:
+            return cls(None, table.library)
+        sides = [table.architecture(a) for a in sorted(archs)]
+        return cls(min(sides, key=lambda s: s.channel_copy_Bps), table.library)
+
+    # -- channels ----------------------------------------------------------------------------
+    def default_channels(self, op: str, algo: str) -> int | None:
+        """NCCL's channel count for large messages of ``op`` with ``algo`` (None: no GPU side)."""
+        if self.arch is None:
+            return None
+        if algo == "nvls" and self.arch.nvls_channels:
+            return self.arch.nvls_channels
+        if algo == "direct" or op in P2P_OPS:
+            return self.arch.p2p_channels
+        return self.arch.coll_channels
+
+    def channels_for_size(self, channels: int, op: str, algo: str, protocol: str, nbytes: int, n: int) -> int:
+        """Channels NCCL keeps for a call of ``nbytes`` (nccl-tests size S): it drops one while
+        the bytes per call are below channels x threads x threshold (Ring LL: threshold x ranks).
+        ``nbytes`` per call is S for all_reduce/broadcast and S/n for all_gather/reduce_scatter/
+        alltoall (NCCL counts the per-rank buffer)."""
+        lib = self.library
+        threads = lib.max_threads.get(protocol)
+        threshold = lib.thread_threshold_B.get(protocol)
+        if self.arch is None or threads is None or threshold is None:
+            return channels
+        if algo == "ring" and protocol == "LL":
+            threshold *= n
+        per_call = nbytes if op in ("all_reduce", "broadcast", "sendrecv") else nbytes / n
+        nc = channels
+        while nc > 1 and per_call < nc * threads * threshold:
+            nc -= 1
+        return nc
+
+    # -- rates -------------------------------------------------------------------------------
+    def channel_Bps(self, op: str) -> float:
+        """Wire bytes/s one CTA drives for ``op`` (0: no limit)."""
+        return 0.0 if self.arch is None else self.arch.channel_Bps(op)
+
+    def slot_loop_Bps(self, op: str, protocol_efficiency: float, hop_s: float, route_s: float) -> float:
+        """Most wire bytes/s one channel's FIFO credit loop lets through between two ranks:
+        the whole buffer in flight over one loop (0: no limit). The loop: data and tail flag to the
+        receiver (route + handoff), the receiver consuming a slot at the CTA rate, head flag back
+        (route + handoff)."""
+        rate = self.channel_Bps(op)
+        if not rate:
+            return 0.0
+        lib = self.library
+        slot = lib.buffsize_B / lib.steps
+        loop_s = 2.0 * (route_s + hop_s) + slot / rate
+        return lib.buffsize_B / loop_s
+
+    def rate_Bps(self, op: str, protocol_efficiency: float, hop_s: float, route_s: float) -> float:
+        """The rate limit of one channel's transfer: min(CTA rate, slot loop) (0: no limit)."""
+        cta = self.channel_Bps(op)
+        if not cta:
+            return 0.0
+        return min(cta, self.slot_loop_Bps(op, protocol_efficiency, hop_s, route_s))
+
+    # -- latency -----------------------------------------------------------------------------
+    @property
+    def launch_s(self) -> float:
+        """Kernel launch before NCCL's in-kernel base latency (s)."""
+        return 0.0 if self.arch is None else self.arch.launch_s
+
+    @property
+    def flag_s(self) -> float:
+        """One slot handoff per pipeline step (s)."""
+        return 0.0 if self.arch is None else self.arch.flag_s
+
+    @property
+    def copy_launch_s(self) -> float:
+        """Copy-engine launch (s)."""
+        return 0.0 if self.arch is None else self.arch.copy_launch_s

@@ -1,0 +1,148 @@
+"""The GPU side of a collective: CTA rates, channel choice, slot credit loop, launch and copy setup.
+
+Expectations are the measured facts of a 2x H200 NV18 host (NCCL 2.28, ../shared/datasheet.md)
+that the parts files take as inputs, and closed forms of the model; none is fitted here.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from simulator.engine.dispatch import simulate
+from simulator.engine.flow import run_flow
+from simulator.engine.packet import PacketConfig
+from simulator.engine.transfer import Transfer, Workload
+from simulator.hardware.gpu_side import load_gpu_side
+from simulator.reports.sweeps import SweepSpec, sweep
+from simulator.topology.builder import build_fabric
+from simulator.workloads.collectives import build_collective
+from simulator.workloads.collectives.gpu_side import GpuSide
+from simulator.workloads.copies import build_copy
+
+GIB = 2**30
+
+
+@pytest.fixture(scope="module")
+def h200():
+    return build_fabric("topologies/hgx_h200.yaml")
+
+
+def _busbw(fabric, op, nbytes, gpus=2, **kw):
+    spec = SweepSpec(op=op, gpus=gpus, sizes=(nbytes,), engine=kw.pop("engine", "flow"), **kw)
+    return sweep(fabric, spec)[0]
+
+
+@pytest.mark.parametrize("op, measured", [("all_reduce", 21.0), ("all_gather", 15.3)])
+def test_one_channel_reproduces_the_measured_cta_rate(h200, op, measured):
+    """bench --gpus 2 --channels 1 at 1 GiB: one CTA sets the pace (datasheet, within 5%)."""
+    row = _busbw(h200, op, GIB, channels=1)
+    assert row["channels"] == 1 and row["algo"] == "ring"
+    assert row["busbw_GBps"] == pytest.approx(measured, rel=0.05)
+
+
+def test_rate_grows_with_channels_until_the_links_bind(h200):
+    rates = [_busbw(h200, "all_reduce", GIB, channels=c)["busbw_GBps"] for c in (1, 2, 4, 8, 24)]
+    assert rates[1] == pytest.approx(2 * rates[0], rel=0.02)
+    assert rates[2] == pytest.approx(4 * rates[0], rel=0.02)
+    # 24 CTAs could drive 24 x 21 = 504 GB/s; the 18 NVLinks loaded both ways carry less
+    link_bound = 18 * 25.0 * 0.878 / (1 + 0.116)
+    assert rates[4] < 24 * 21.0 and rates[4] == pytest.approx(link_bound, rel=0.03)
+
+
+def test_all_gather_runs_below_all_reduce_on_few_channels(h200):
+    """Copy CTAs are slower than reduce CTAs (measured): equal bytes per link, lower busbw."""
+    ag = _busbw(h200, "all_gather", GIB, channels=8)["busbw_GBps"]
+    ar = _busbw(h200, "all_reduce", GIB, channels=8)["busbw_GBps"]
+    assert ag / ar == pytest.approx(15.3 / 21.0, rel=0.03)
+
+
+def test_nccl_protocol_and_channel_choice_on_two_gpus(h200):
+    """Measured on 2x H200: Ring/LL up to 1 MiB with channels growing 1 -> 24, Ring/Simple from 4 MiB."""
+    rows = sweep(h200, SweepSpec(op="all_reduce", gpus=2, sizes=(8, 4096, 65536, 2**20, 4 * 2**20, GIB),
+                                 engine="flow"))
+    by = {r["bytes"]: r for r in rows}
+    assert all(by[s]["algo"] == "ring" for s in by)
+    assert all(by[s]["protocol"] == "LL" for s in (8, 4096, 65536, 2**20))
+    assert by[4 * 2**20]["protocol"] == "Simple" and by[GIB]["protocol"] == "Simple"
+    channels = [by[s]["channels"] for s in (8, 4096, 65536, 2**20)]
+    assert channels[0] == 1 and channels == sorted(channels) and channels[-1] == 24
+
+
+def test_channel_rule_matches_nccl_thresholds():
+    """NCCL drops a channel while bytes < channels x threads x threshold (Ring LL: x nranks)."""
+    side = GpuSide(load_gpu_side().architecture("hopper"), load_gpu_side().library)
+    # Ring LL on 2 ranks: 512 threads x 8 B x 2 = 8 KiB per channel
+    assert side.channels_for_size(24, "all_reduce", "ring", "LL", 64 * 1024, 2) == 8
+    assert side.channels_for_size(24, "all_reduce", "ring", "LL", 8 * 1024, 2) == 1
+    # Simple: 512 threads x 64 B = 32 KiB per channel; all_gather counts the per-rank buffer
+    assert side.channels_for_size(24, "all_reduce", "ring", "Simple", 256 * 1024, 2) == 8
+    assert side.channels_for_size(24, "all_gather", "ring", "Simple", 512 * 1024, 2) == 8
+
+
+def test_slot_loop_is_buffer_over_round_trip():
+    """The FIFO credit loop: NCCL_BUFFSIZE in flight per loop of two handoffs, two routes and one
+    slot's processing; it binds only when the loop is long."""
+    lib = load_gpu_side().library
+    side = GpuSide(load_gpu_side().architecture("hopper"), lib)
+    rate = side.channel_Bps("all_reduce")
+    hop, route = 2e-6, 100e-6  # a long loop
+    loop = 2 * (hop + route) + lib.slot_B() / rate
+    assert side.slot_loop_Bps("all_reduce", 1.0, hop, route) == pytest.approx(lib.buffsize_B / loop)
+    assert side.rate_Bps("all_reduce", 1.0, hop, route) < rate
+    assert side.rate_Bps("all_reduce", 1.0, 2e-6, 0.3e-6) == rate  # NVLink: the CTA binds
+
+
+def test_hand_made_fabrics_have_no_gpu_side():
+    side = GpuSide(None, load_gpu_side().library)
+    assert side.channel_Bps("all_reduce") == 0.0 and side.launch_s == 0.0 and side.flag_s == 0.0
+    assert side.rate_Bps("all_reduce", 1.0, 1e-6, 1e-6) == 0.0
+
+
+def test_small_message_latency_pays_launch_base_and_flag_per_step(h200):
+    hop = load_gpu_side().architecture("hopper")
+    two = _busbw(h200, "all_reduce", 8, gpus=2, protocol="LL", algo="ring")["time_us"]
+    eight = _busbw(h200, "all_reduce", 8, gpus=8, protocol="LL", algo="ring")["time_us"]
+    # 2(n-1) steps: 2 on 2 GPUs, 14 on 8 GPUs; each costs NCCL's LL hop latency + one flag handoff + route
+    per_step = (eight - two) / 12
+    assert per_step > hop.flag_s * 1e6 + 0.6
+    assert two > (6.6 + hop.launch_s * 1e6 + 2 * (0.6 + hop.flag_s * 1e6))
+
+
+def test_copy_setup_cost(h200):
+    """h2d pays the copy-engine launch and the PCIe read request's trip to the host."""
+    small = _busbw(h200, "h2d", 64 * 1024, gpus=1)
+    big = _busbw(h200, "h2d", GIB, gpus=1)
+    assert small["busbw_GBps"] < 0.5 * big["busbw_GBps"]
+    w = build_copy(h200, "h2d", [h200.gpus[0]], 64 * 1024)
+    assert w.transfers[0].delay_s > load_gpu_side().architecture("hopper").copy_launch_s
+
+
+def test_rate_limit_in_both_engines(h200):
+    """Transfer.rate_Bps: a transfer alone on fast links finishes at bytes / limit in both engines."""
+    g = h200.gpus
+    w = Workload("cap", (Transfer(0, g[0], g[1], 8 * 2**20, rate_Bps=10e9),))
+    flow = run_flow(h200, w).makespan_s
+    packet = simulate(h200, w, engine="packet", packet=PacketConfig(packet_bytes=4096)).makespan_s
+    assert flow == pytest.approx(8 * 2**20 / 10e9, rel=0.01)
+    assert packet == pytest.approx(flow, rel=0.01)
+
+
+def test_link_loaded_both_ways_moves_less_each_way(h200):
+    """Measured copy-engine P2P on 2x H200: 395 GB/s one way, 354 GB/s per direction both ways."""
+    g = h200.gpus
+    one = Workload("one", (Transfer(0, g[0], g[1], GIB),))
+    both = Workload("both", (Transfer(0, g[0], g[1], GIB), Transfer(1, g[1], g[0], GIB)))
+    assert GIB / run_flow(h200, one).makespan_s / 1e9 == pytest.approx(395, rel=0.01)
+    assert GIB / run_flow(h200, both).makespan_s / 1e9 == pytest.approx(354, rel=0.01)
+
+
+def test_mixed_sweep_never_mixes_engines(h200):
+    rows = sweep(h200, SweepSpec(op="all_reduce", gpus=2, sizes=(1024, 2**20, 2**28)))
+    assert len({r["engine"] for r in rows}) == 1
+
+
+def test_nvls_needs_more_than_two_gpus(h200):
+    from simulator.errors import InputError
+
+    with pytest.raises(InputError, match="more than 2 GPUs"):
+        build_collective(h200, h200.gpus[:2], "all_reduce", GIB, "nvls", "Simple")
