@@ -5,7 +5,7 @@ outside numbers are the published nccl-tests points (markers) from validation/pu
 Big sweeps use the flow engine; the credit-loop figure uses the packet engine (it needs per-packet
 credits). Runs in well under two minutes on two cores.
 
-    python scripts/make_figures.py [--out docs/img] [--only busbw,heatmap,credits,power,topology]
+    python scripts/make_figures.py [--out docs/img] [--only busbw,heatmap,credits,power,topology,gpu_side]
 """
 
 from __future__ import annotations
@@ -154,6 +154,66 @@ FIGURES: dict[str, Callable[[Path], list[Path]]] = {
     "busbw": figure_busbw, "heatmap": figure_heatmap, "credits": figure_credits,
     "power": figure_power, "topology": figure_topology,
 }
+
+
+def figure_gpu_side(out: Path) -> list[Path]:
+    """Left: busbw vs NCCL channels on 2x H200 (CTA-bound, then link-bound), with the measured
+    one-channel rates. Right: the slot credit loop of one channel, as a timeline of its 8 slots."""
+    import matplotlib.pyplot as plt
+
+    from simulator.hardware.gpu_side import load_gpu_side
+
+    f = fabric("hgx_h200.yaml")
+    side = load_gpu_side()
+    lib, hopper = side.library, side.architecture("hopper")
+    channels = [1, 2, 4, 6, 8, 12, 16, 20, 24, 32]
+    fig, (ax, bx) = plt.subplots(1, 2, figsize=(12, 4.4), gridspec_kw={"width_ratios": [1, 1.3]})
+    for op, colour, measured in (("all_reduce", "tab:blue", 21.0), ("all_gather", "tab:orange", 15.3)):
+        bw = [sweep(f, SweepSpec(op=op, gpus=2, sizes=(2**30,), channels=c, engine="flow"))[0]["busbw_GBps"]
+              for c in channels]
+        ax.plot(channels, bw, "o-", color=colour, label=f"{op} (simulated)")
+        ax.plot([1], [measured], "*", ms=14, color=colour, markeredgecolor="black",
+                label=f"{op}, 1 channel measured ({measured} GB/s)")
+    ax.axvline(hopper.coll_channels, color="grey", ls=":", lw=1)
+    ax.text(hopper.coll_channels + 0.4, 180, "NCCL default\n(24 channels)", fontsize=8, color="grey")
+    ax.set_xlabel("NCCL channels (CTAs)")
+    ax.set_ylabel("busbw (GB/s)")
+    ax.set_title("2x H200, 1 GiB: channels x CTA rate, until the links bind", fontsize=10)
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8, loc="lower right")
+    # slot timeline: sender fills slot k once the receiver freed it (credit), receiver consumes after the flag
+    slot_s = lib.slot_B() / hopper.channel_reduce_Bps * 1e6
+    flag = hopper.flag_s * 1e6
+    steps = lib.steps
+    for i in range(2 * steps):
+        k = i % steps
+        send = i * slot_s
+        if i >= steps:  # wait for the credit (head pointer) of slot k from round i - steps
+            send = max(send, (i - steps) * slot_s + slot_s + flag + slot_s + flag)
+        bx.broken_barh([(send, slot_s)], (1.1, 0.8), color="tab:blue" if i < steps else "tab:cyan",
+                       edgecolor="white")
+        bx.text(send + slot_s / 2, 1.5, str(k), ha="center", va="center", fontsize=7, color="white")
+        recv = send + slot_s + flag
+        bx.broken_barh([(recv, slot_s)], (0.1, 0.8), color="tab:green" if i < steps else "tab:olive",
+                       edgecolor="white")
+    bx.annotate("tail flag: slot full", xy=(slot_s + flag, 0.9), xytext=(slot_s * 2.5, 2.3), fontsize=8,
+                arrowprops={"arrowstyle": "->"})
+    bx.annotate("head flag: slot 0 free again\n(a credit returns)", xy=(2 * slot_s + 2 * flag, 0.95),
+                xytext=(slot_s * 9.5, 2.3), fontsize=8, arrowprops={"arrowstyle": "->"})
+    bx.set_yticks([0.5, 1.5], ["receiver CTA\nconsumes", "sender CTA\nfills slots"])
+    bx.set_ylim(0, 2.9)
+    bx.set_xlabel("time (us)")
+    bx.set_title(f"One channel's FIFO: {lib.buffsize_B // 2**20} MiB = {steps} slots of "
+                 f"{lib.slot_B() // 1024} KiB (credits one level up)", fontsize=10)
+    bx.grid(axis="x", alpha=0.3)
+    fig.tight_layout()
+    path = out / "gpu_side.png"
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return [path]
+
+
+FIGURES["gpu_side"] = figure_gpu_side
 
 
 def main(argv: list[str] | None = None) -> None:

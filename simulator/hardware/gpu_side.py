@@ -64,7 +64,8 @@ class ArchitectureSide(Part):
     nvls_channels: int = Field(ge=0)
     """NVLS channels (0: no NVLS on this architecture)."""
     launch_s: Seconds = Field(ge=0)
-    """Kernel launch: from the stream reaching the kernel to its CTAs running (s)."""
+    """Kernel launch: from the stream reaching the kernel to its CTAs running (s); hidden behind the
+    previous kernel in back-to-back calls (nccl-tests), exposed when a call is timed alone."""
     flag_s: Seconds = Field(ge=0)
     """One slot handoff: a consumer noticing the producer's flag (poll) and syncing its CTA (s)."""
     copy_launch_s: Seconds = Field(ge=0)

@@ -65,7 +65,7 @@ def build_collective(fabric: Fabric, gpus: list[str] | tuple[str, ...], op: str,
                      algo: str = "auto", protocol: str = "auto", channels: int | None = None,
                      granularity: str = "steady", chunk_bytes: int = DEFAULT_CHUNK_BYTES,
                      window: int = DEFAULT_WINDOW, root: int = 0,
-                     table: ProtocolTable | None = None) -> Workload:
+                     table: ProtocolTable | None = None, exposed_launch: bool = False) -> Workload:
     """The transfer DAG of one collective call of ``nbytes`` (nccl-tests size convention).
 
     ``meta``: op, algo, protocol, bytes, n, busbw_factor, channels, granularity (and the tuner's
@@ -95,7 +95,7 @@ def build_collective(fabric: Fabric, gpus: list[str] | tuple[str, ...], op: str,
     spec = CollectiveSpec(fabric=fabric, gpus=gpus, op=op, nbytes=int(nbytes), algo=algo,
                           protocol=table.protocol(protocol), table=table, channels=channels,
                           granularity=granularity, chunk_bytes=chunk_bytes, window=window, root=root,
-                          gpu=gpu)
+                          gpu=gpu, exposed_launch=exposed_launch)
     dag = DagBuilder()
     ALGORITHMS[algo].build(spec, dag)
     meta = {"op": op, "algo": algo, "protocol": protocol, "bytes": int(nbytes), "n": len(gpus),

@@ -54,6 +54,9 @@ class CollectiveSpec:
     """Index in ``gpus`` of the broadcast root."""
     gpu: GpuSide | None = None
     """The GPU side (CTA rates, launch and flag latency); None or the ``ideal`` protocol: none."""
+    exposed_launch: bool = False
+    """Charge the kernel launch: a call timed alone. False (nccl-tests): back-to-back iterations
+    hide each launch behind the previous kernel."""
 
     @property
     def n(self) -> int:
@@ -72,7 +75,8 @@ class CollectiveSpec:
         """Fixed cost of the call: kernel launch plus NCCL's in-kernel base latency of ``algo``
         (default: this call's algorithm) (s)."""
         side = self.side
-        return self.table.base_s(algo or self.algo, self.protocol.name) + (side.launch_s if side else 0.0)
+        launch = side.launch_s if side and self.exposed_launch else 0.0
+        return self.table.base_s(algo or self.algo, self.protocol.name) + launch
 
     def hop_s(self, src: str, dst: str, algo: str | None = None) -> float:
         """Latency of one pipeline step from ``src`` to ``dst`` besides the route: NCCL's protocol
@@ -87,7 +91,8 @@ class CollectiveSpec:
         side = self.side
         if side is None:
             return 0.0
-        return ctas * side.rate_Bps(self.op, self.protocol.efficiency, self.hop_s(src, dst),
+        # the FIFO between two ranks is a point-to-point connection: its handoff is a ring step's
+        return ctas * side.rate_Bps(self.op, self.protocol.efficiency, self.hop_s(src, dst, "ring"),
                                     route_lat_s(self.fabric, src, dst))
 
 
