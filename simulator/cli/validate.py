@@ -113,7 +113,7 @@ def _validate_logs(logs: list[str], topology: str | None, *, gpus: int | None, o
     """Every size of every nccl-tests log: measured vs predicted, a table per test, one summary."""
     import json
 
-    from simulator.reports.nccl_tests_validation import compare_run, run_label, summarize
+    from simulator.reports.nccl_tests_validation import compare_run, run_label, settings_for, summarize
     from simulator.workloads.traces.nccl_tests_log import parse_log
 
     if topology is None:
@@ -137,15 +137,19 @@ def _validate_logs(logs: list[str], topology: str | None, *, gpus: int | None, o
                                "failed": len(failed),
                                "logs": [{"log": run.path, "op": run.op, "op_from": run.op_from,
                                          "ranks_in_log": run.ranks, "hosts": list(run.hosts),
-                                         "gpu": list(run.gpu_names), "summary": summarize(rows).as_dict(),
+                                         "gpu": list(run.gpu_names),
+                                         "settings_from_log": list(settings_for(run, algo, protocol).notes),
+                                         "summary": summarize(rows).as_dict(),
                                          "rows": rows} for run, rows in results]}))
     else:
         out = report_console()
         for run, rows in results:
             out.print(_log_table(run, rows, fabric.name, in_place))
-            out.print(_summary_line(summarize(rows), "  this log"))
+            for note in settings_for(run, algo, protocol).notes:
+                out.print(f"  from the log: {note}", highlight=False)
+            out.print(_summary_line(summarize(rows), "  this log"), highlight=False)
         if len(results) > 1:
-            out.print(_summary_line(total, f"all {len(results)} logs"))
+            out.print(_summary_line(total, f"all {len(results)} logs"), highlight=False)
         out.print(f"{len(every) - len(failed)} of {len(every)} sizes within {threshold:g}% "
                   "(busbw error; time error where the log's busbw is below 1 GB/s).")
     if plot:
@@ -154,7 +158,7 @@ def _validate_logs(logs: list[str], topology: str | None, *, gpus: int | None, o
         series, measured = {}, []
         for run, rows in results:
             label = run_label(run, rows[0]["ranks"])
-            series[label] = [(r["bytes"], r["predicted_busbw_GBps"]) for r in rows]
+            series[label] = _with_gaps([(r["bytes"], r["predicted_busbw_GBps"]) for r in rows])
             measured += [(label, r["bytes"], r["measured_busbw_GBps"]) for r in rows]
         busbw_vs_size(series, measured, path=plot, points_label="measured", line_label="fabricsim",
                       title=f"Measured (markers) vs fabricsim on {fabric.name} (lines), "
@@ -170,8 +174,8 @@ def _log_table(run: NcclTestsRun, rows: list[dict], system: str, in_place: bool)
     hosts = len(run.hosts)
     where = f", {hosts} host{'s' if hosts != 1 else ''}" if hosts else ""
     gpu = f", {run.gpu_names[0]}" if len(run.gpu_names) == 1 else ""
-    title = (f"{run_label(run, rows[0]['ranks'])}{where}{gpu} -- measured ({'in-place' if in_place else 'out-of-place'})"
-             f" vs fabricsim on {system}")
+    title = (f"{run_label(run, rows[0]['ranks'])}{where}{gpu}\n"
+             f"measured ({'in-place' if in_place else 'out-of-place'} columns) vs fabricsim on {system}")
     table = Table(title=title, title_justify="left", title_style="bold")
     for col in ("size", "time meas (us)", "time pred (us)", "time err %", "busbw meas (GB/s)",
                 "busbw pred (GB/s)", "busbw err %", "algo/proto/engine"):
@@ -183,6 +187,21 @@ def _log_table(run: NcclTestsRun, rows: list[dict], system: str, in_place: bool)
                       f"{r['predicted_busbw_GBps']:.2f}", busbw_err,
                       f"{r['algo']}/{r['protocol']}/{r['engine']}")
     return table
+
+
+PLOT_JOIN_MAX_RATIO = 4
+"""Predicted points further apart than this size ratio are not joined by a line: a log that skips
+sizes gets no drawn curve where nothing was simulated."""
+
+
+def _with_gaps(points: list[tuple[int, float]]) -> list[tuple[float, float]]:
+    """``points`` in size order with a NaN (a break in the line) between sizes too far apart."""
+    out: list[tuple[float, float]] = []
+    for size, value in sorted(points):
+        if out and size > out[-1][0] * PLOT_JOIN_MAX_RATIO:
+            out.append(((out[-1][0] * size) ** 0.5, float("nan")))
+        out.append((size, value))
+    return out
 
 
 def _time(us: float) -> str:

@@ -24,6 +24,11 @@ from simulator.topology.fabric import Fabric
 from simulator.workloads.collectives import OPS as SIMULATED_OPS
 from simulator.workloads.traces.nccl_tests_log import NcclTestsRun
 
+NCCL_ALGO_NAMES = {"ring": "ring", "tree": "tree", "nvls": "nvls"}
+NCCL_PROTO_NAMES = {"ll": "LL", "ll128": "LL128", "simple": "Simple"}
+"""NCCL_ALGO / NCCL_PROTO values (case-insensitive, as NCCL reads them) that name one fabricsim
+algorithm or protocol; lists, exclusions (``^NVLS``) and other algorithms leave the choice to the tuner."""
+
 MIN_BUSBW_FOR_ERROR_GBPS = 1.0
 """Smallest printed busbw (GB/s) whose error is reported: at 1.00 the rounding to 0.01 is <= 0.5%."""
 
@@ -49,13 +54,54 @@ def error_pct(predicted: float, measured: float) -> float:
     return 100.0 * (predicted - measured) / measured
 
 
+@dataclass(frozen=True, slots=True)
+class RunSettings:
+    """What to simulate a logged test with: the user's flags, else the NCCL_* settings in the log."""
+
+    algo: str = "auto"
+    protocol: str = "auto"
+    channels: int | None = None
+    notes: tuple[str, ...] = ()
+    """One line per NCCL_* setting read from the log (or ignored, and why)."""
+
+
+def settings_for(run: NcclTestsRun, algo: str = "auto", protocol: str = "auto") -> RunSettings:
+    """Flags win; ``auto`` takes NCCL_ALGO / NCCL_PROTO from the log, and NCCL_MIN_NCHANNELS =
+    NCCL_MAX_NCHANNELS = N gives N channels (as ``bench --channels N``)."""
+    notes = []
+    for flag, var, names, given in (("algo", "NCCL_ALGO", NCCL_ALGO_NAMES, algo),
+                                    ("protocol", "NCCL_PROTO", NCCL_PROTO_NAMES, protocol)):
+        found = run.setting(var)
+        if found is None:
+            continue
+        value, line = found
+        if given != "auto":
+            notes.append(f"{var}={value} (line {line}) overridden by --{flag} {given}")
+        elif value.lower() in names:
+            notes.append(f"{var}={value} (line {line}): --{flag} {names[value.lower()]}")
+            if flag == "algo":
+                algo = names[value.lower()]
+            else:
+                protocol = names[value.lower()]
+        else:
+            notes.append(f"{var}={value} (line {line}) names no single fabricsim {flag}; the tuner chooses")
+    low, high = run.setting("NCCL_MIN_NCHANNELS"), run.setting("NCCL_MAX_NCHANNELS")
+    channels = None
+    if low and high and low[0] == high[0] and low[0].isdigit() and int(low[0]) > 0:
+        channels = int(low[0])
+        notes.append(f"NCCL_MIN_NCHANNELS=NCCL_MAX_NCHANNELS={channels} (lines {low[1]}, {high[1]}): "
+                     f"{channels} channels")
+    return RunSettings(algo=algo, protocol=protocol, channels=channels, notes=tuple(notes))
+
+
 def compare_run(fabric: Fabric, run: NcclTestsRun, *, gpus: int | None = None, algo: str = "auto",
                 protocol: str = "auto", engine: str = "auto", in_place: bool = False,
                 threshold_pct: float | None = None,
                 on_row: Callable[[dict], None] | None = None) -> list[dict]:
     """One row per size of ``run``: measured and predicted time (us) and busbw (GB/s), errors (%),
     and the algorithm, protocol and engine of the prediction. ``gpus`` overrides the log's rank
-    count; ``in_place`` compares the in-place columns instead of the out-of-place ones. With
+    count; ``algo``/``protocol`` left at auto take NCCL_ALGO/NCCL_PROTO from the log
+    (:func:`settings_for`); ``in_place`` compares the in-place columns, not the out-of-place ones. With
     ``threshold_pct``, ``passed`` says whether |busbw error| (else |time error|) is within it."""
     if run.op not in SIMULATED_OPS:
         raise InputError(f"fabricsim does not simulate {run.op} (found from the {run.op_from}); it simulates "
@@ -71,8 +117,9 @@ def compare_run(fabric: Fabric, run: NcclTestsRun, *, gpus: int | None = None, a
                          file=run.path, line=where)
     if in_place and any(r.in_place is None for r in run.rows):
         raise InputError("--in-place: the log has no in-place columns", file=run.path, line=run.header_line)
-    spec = SweepSpec(op=run.op, gpus=ranks, sizes=tuple(r.bytes for r in run.rows), algo=algo,
-                     protocol=protocol, engine=engine)
+    settings = settings_for(run, algo, protocol)
+    spec = SweepSpec(op=run.op, gpus=ranks, sizes=tuple(r.bytes for r in run.rows), algo=settings.algo,
+                     protocol=settings.protocol, engine=engine, channels=settings.channels)
     placement = "in-place" if in_place else "out-of-place"
     rows: list[dict] = []
 

@@ -69,6 +69,7 @@ _NTHREAD = re.compile(r"^#?\s*nThread\s+(\d+)\s+nGpus\s+(\d+)\b")
 _BINARY = re.compile(r"\b([a-z_]+)_perf(?:_mpi)?\b")
 _STARTING = re.compile(r"Collective test (starting|concluded):\s*(\S+)")
 _VERSION = re.compile(r"^#\s*nccl-tests version\s+(\S+)")
+_NCCL_ENV = re.compile(r"\b(NCCL_[A-Z0-9_]+)=([^\s;&|]+)")
 _AVG_BUSBW = re.compile(r"^#?\s*Avg bus bandwidth\s*:\s*(\S+)")
 _OUT_OF_BOUNDS = re.compile(r"^#?\s*Out of bounds values\s*:\s*(\S+)")
 
@@ -133,6 +134,14 @@ class NcclTestsRun:
     avg_busbw_GBps: float | None = None
     out_of_bounds: str | None = None
     """The ``# Out of bounds values`` result as printed (``0 OK``, ``2 FAILED``)."""
+    nccl_env: tuple[tuple[str, str, int], ...] = ()
+    """``NCCL_*=value`` settings written before the column header (a command line such as
+    ``NCCL_ALGO=Ring ./all_reduce_perf`` or ``mpirun -x NCCL_PROTO=Simple``): (name, value, line)."""
+
+    def setting(self, name: str) -> tuple[str, int] | None:
+        """The last value given to an ``NCCL_*`` variable in the log, with its line; None if unset."""
+        found = [(value, line) for key, value, line in self.nccl_env if key == name]
+        return found[-1] if found else None
 
     @property
     def hosts(self) -> tuple[str, ...]:
@@ -166,7 +175,9 @@ def parse_text(text: str, path: str = "<text>", op: str | None = None) -> tuple[
     runs: list[NcclTestsRun] = []
     current = _Builder(path)
     pending: tuple[str, int] | None = None
-    """A binary named after the current test's rows (a command line): it belongs to the next test."""
+    pending_env: list[tuple[str, str, int]] = []
+    """A binary and NCCL_* settings named after the current test's rows (a command line): they belong
+    to the next test, if one starts."""
 
     def next_test() -> None:
         nonlocal current, pending
@@ -175,7 +186,9 @@ def parse_text(text: str, path: str = "<text>", op: str | None = None) -> tuple[
             current = _Builder(path)
             if pending:
                 current.saw_binary(*pending, definitive=False)
+            current.env += pending_env
         pending = None
+        pending_env.clear()
 
     for number, raw in enumerate(text.splitlines(), start=1):
         line = _PREFIX.sub("", raw.strip(), count=1).strip()
@@ -205,13 +218,18 @@ def parse_text(text: str, path: str = "<text>", op: str | None = None) -> tuple[
             current.out_of_bounds = line.split(":", 1)[1].strip()
             continue
         tokens = line.lstrip("#").split()
-        if "size" in tokens and "busbw" in tokens:
+        if {"size", "count", "type", "busbw"} <= set(tokens):
             next_test()
             current.set_columns(tokens, number)
             continue
         if current.columns is not None and _is_data(line):
             current.add_row(line.split(), number)
             continue
+        settings = [(k, v.strip("'\""), number) for k, v in _NCCL_ENV.findall(line)]
+        if current.rows:
+            pending_env += settings
+        elif current.columns is None:
+            current.env += settings
         if m := _BINARY.search(line):
             if current.rows:
                 pending = pending or (m.group(0), number)
@@ -276,6 +294,7 @@ class _Builder:
         self.rows: list[Row] = []
         self.avg_busbw: float | None = None
         self.out_of_bounds: str | None = None
+        self.env: list[tuple[str, str, int]] = []
 
     def saw_binary(self, name: str, line: int, definitive: bool) -> None:
         if self.binary is None or (definitive and not self.binary_definitive):
@@ -363,7 +382,8 @@ class _Builder:
             path=self.path, op=found, op_from=op_from, ranks=ranks,
             rank_lines=tuple(self.ranks[r] for r in sorted(self.ranks)), rows=tuple(self.rows),
             header_line=self.columns.line, threads=self.threads, gpus_per_thread=self.gpus_per_thread,
-            version=self.version, avg_busbw_GBps=self.avg_busbw, out_of_bounds=self.out_of_bounds)
+            version=self.version, avg_busbw_GBps=self.avg_busbw, out_of_bounds=self.out_of_bounds,
+            nccl_env=tuple(self.env))
 
     def _op(self, op: str | None, ranks: int | None) -> tuple[str, str]:
         if op is not None:
