@@ -406,13 +406,11 @@ class _Builder:
     def _candidates_from_columns(self, ranks: int | None) -> list[str]:
         """Ops consistent with the redop and root columns and with size / (count x type bytes)."""
         row = self.rows[0]
-        candidates = list(OPS)
-        if row.redop is not None:
-            reduces = row.redop != "none"
-            candidates = [o for o in candidates if (o in REDUCING_OPS) == reduces]
-        if row.root is not None:
-            rooted = row.root >= 0
-            candidates = [o for o in candidates if (o in ROOTED_OPS) == rooted]
+        # nccl-tests since ~2.10 prints both columns for every op ("none" / -1 when they do not apply);
+        # older versions print a column only for the ops that have it (redop: reductions, root: rooted)
+        reduces = row.redop is not None and row.redop != "none"
+        rooted = row.root is not None and row.root >= 0
+        candidates = [o for o in OPS if (o in REDUCING_OPS) == reduces and (o in ROOTED_OPS) == rooted]
         element = TYPE_BYTES.get(row.type)
         if element and ranks and ranks > 1 and row.count:
             ratio = row.bytes / (row.count * element)
