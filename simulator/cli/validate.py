@@ -35,7 +35,7 @@ def register(app: typer.Typer) -> None:
         topology: Annotated[Optional[str], typer.Option(
             help="With --nccl-tests: the topology YAML of the measured system.")] = None,
         gpus: Annotated[Optional[int], typer.Option(
-            help="With --nccl-tests: simulate N GPUs instead of the log's rank count.")] = None,
+            min=1, help="With --nccl-tests: simulate N GPUs instead of the log's rank count.")] = None,
         op: Annotated[Optional[str], typer.Option(
             help="With --nccl-tests: the operation, when the log does not name its binary.")] = None,
         algo: Annotated[str, typer.Option(help="With --nccl-tests: ring, tree, direct, nvls, hierarchical "

@@ -112,9 +112,9 @@ def compare_run(fabric: Fabric, run: NcclTestsRun, *, gpus: int | None = None, a
                          file=run.path, line=run.header_line)
     if ranks > len(fabric.gpus):
         where = run.rank_lines[0].line if run.rank_lines else run.header_line
-        raise InputError(f"the log ran on {ranks} ranks but {fabric.name} has {len(fabric.gpus)} GPUs; pick a "
-                         "topology with enough GPUs (or --gpus N for a smaller, different run)",
-                         file=run.path, line=where)
+        who = f"--gpus {gpus} asks for" if gpus else "the log ran on"
+        raise InputError(f"{who} {ranks} ranks but {fabric.name} has {len(fabric.gpus)} GPUs; pick a topology "
+                         "with enough GPUs (or --gpus N for a smaller, different run)", file=run.path, line=where)
     if in_place and any(r.in_place is None for r in run.rows):
         raise InputError("--in-place: the log has no in-place columns", file=run.path, line=run.header_line)
     settings = settings_for(run, algo, protocol)
