@@ -305,3 +305,12 @@ def test_bad_input_exits_2_with_one_line(tmp_path, args, words):
     assert result.exit_code == 2, result.output
     assert words.format(**names) in result.stderr
     assert len(result.stderr.strip().splitlines()) == 1 and "Traceback" not in result.stderr
+
+
+def test_plot_never_overwrites_a_log(tmp_path):
+    log = _small_log(tmp_path)
+    before = log.read_text()
+    result = runner.invoke(app, ["validate", "--nccl-tests", str(log), "--topology",
+                                 str(ROOT / "topologies" / "teaching.yaml"), "--engine", "flow", "--plot", str(log)])
+    assert result.exit_code == 2 and "plot: refusing to overwrite an input file" in result.stderr
+    assert log.read_text() == before

@@ -119,6 +119,8 @@ def _validate_logs(logs: list[str], topology: str | None, *, gpus: int | None, o
     if topology is None:
         raise InputError("--nccl-tests needs --topology T, the topology YAML of the measured system",
                          field="topology")
+    if plot and any(Path(plot).resolve() == Path(item).resolve() for item in [*logs, topology]):
+        raise InputError("refusing to overwrite an input file with the plot; name another PNG", field="plot")
     runs = [run for log in logs for run in parse_log(log, op=op)]
     fabric = load_fabric(topology)
     console = Console(stderr=True)
@@ -156,8 +158,9 @@ def _validate_logs(logs: list[str], topology: str | None, *, gpus: int | None, o
         from simulator.reports.plots import busbw_vs_size
 
         series, measured = {}, []
-        for run, rows in results:
+        for i, (run, rows) in enumerate(results, start=1):
             label = run_label(run, rows[0]["ranks"])
+            label += f" (test {i})" if label in series else ""
             series[label] = _with_gaps([(r["bytes"], r["predicted_busbw_GBps"]) for r in rows])
             measured += [(label, r["bytes"], r["measured_busbw_GBps"]) for r in rows]
         busbw_vs_size(series, measured, path=plot, points_label="measured", line_label="fabricsim",
