@@ -291,6 +291,7 @@ def test_validate_shipped_log_flow_engine():
     (["validate", "--nccl-tests", "{good}"], "needs --topology"),
     (["validate", "{good}"], "need --nccl-tests"),
     (["validate", "--topology", "{topo}"], "topology: only with --nccl-tests"),
+    (["validate", "--engine", "flow"], "engine: only with --nccl-tests"),
     (["validate", "--nccl-tests", "{good}", "--topology", "{topo}", "--gpus", "64"], "has 2 GPUs"),
 ])
 def test_bad_input_exits_2_with_one_line(tmp_path, args, words):

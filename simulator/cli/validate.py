@@ -60,7 +60,8 @@ def register(app: typer.Typer) -> None:
             _validate_logs(logs, topology, gpus=gpus, op=op, algo=algo, protocol=protocol, engine=engine,
                            in_place=in_place, threshold=threshold, as_json=as_json, plot=plot)
             return
-        for flag, value in (("topology", topology), ("gpus", gpus), ("op", op), ("in_place", in_place)):
+        for flag, value in (("topology", topology), ("gpus", gpus), ("op", op), ("in_place", in_place),
+                            ("algo", algo != "auto"), ("protocol", protocol != "auto"), ("engine", engine != "auto")):
             if value:
                 raise InputError("only with --nccl-tests LOG (it sets up the simulation of a log)", field=flag)
 
