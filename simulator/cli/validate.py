@@ -1,15 +1,22 @@
-"""``fabricsim validate``: predict every published figure and print predicted vs published."""
+"""``fabricsim validate``: predict every published figure and print predicted vs published, or, with
+``--nccl-tests LOG... --topology T``, every size of the user's own nccl-tests logs."""
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import TYPE_CHECKING, Annotated, Optional
 
 import typer
 from rich.console import Console
 from rich.table import Table
 
+from simulator.cli.common import EngineOpt, load_fabric, report_console
+from simulator.errors import InputError
 from simulator.reports.validation import DEFAULT_FILE, DEFAULT_THRESHOLD_PCT
+
+if TYPE_CHECKING:
+    from simulator.reports.nccl_tests_validation import Summary
+    from simulator.workloads.traces.nccl_tests_log import NcclTestsRun
 
 
 def register(app: typer.Typer) -> None:
@@ -20,9 +27,43 @@ def register(app: typer.Typer) -> None:
         = DEFAULT_THRESHOLD_PCT,
         as_json: Annotated[bool, typer.Option("--json", help="Print the rows as one JSON object.")] = False,
         plot: Annotated[Optional[str], typer.Option(help="Write predicted vs published (PNG) here.")] = None,
+        nccl_tests: Annotated[Optional[list[str]], typer.Option(
+            "--nccl-tests", help="nccl-tests output (all_reduce_perf ... > LOG) to predict size by size; "
+                                 "more LOGs may follow as arguments. Needs --topology.")] = None,
+        more_logs: Annotated[Optional[list[str]], typer.Argument(
+            metavar="[LOG]...", help="Further nccl-tests logs (with --nccl-tests).", show_default=False)] = None,
+        topology: Annotated[Optional[str], typer.Option(
+            help="With --nccl-tests: the topology YAML of the measured system.")] = None,
+        gpus: Annotated[Optional[int], typer.Option(
+            min=1, help="With --nccl-tests: simulate N GPUs instead of the log's rank count.")] = None,
+        op: Annotated[Optional[str], typer.Option(
+            help="With --nccl-tests: the operation, when the log does not name its binary.")] = None,
+        algo: Annotated[str, typer.Option(help="With --nccl-tests: ring, tree, direct, nvls, hierarchical "
+                                                "or auto (as NCCL_ALGO).")] = "auto",
+        protocol: Annotated[str, typer.Option(help="With --nccl-tests: LL, LL128, Simple or auto.")] = "auto",
+        engine: EngineOpt = "auto",
+        in_place: Annotated[bool, typer.Option(
+            "--in-place", help="With --nccl-tests: compare the in-place columns (default: out-of-place).")] = False,
     ) -> None:
-        """Simulate each published measurement; exit 1 if any error exceeds the threshold."""
+        """Simulate each published measurement; exit 1 if any error exceeds the threshold.
+
+        With --nccl-tests LOG [LOG...] --topology T: simulate every size of your own nccl-tests
+        output on T and print measured vs predicted time and busbw with the error of each.
+        """
         import json
+
+        logs = list(nccl_tests or []) + list(more_logs or [])
+        if more_logs and not nccl_tests:
+            raise InputError(f"{more_logs[0]!r}: log files need --nccl-tests (validate --nccl-tests LOG... "
+                             "--topology T)", field="nccl_tests")
+        if logs:
+            _validate_logs(logs, topology, gpus=gpus, op=op, algo=algo, protocol=protocol, engine=engine,
+                           in_place=in_place, threshold=threshold, as_json=as_json, plot=plot)
+            return
+        for flag, value in (("topology", topology), ("gpus", gpus), ("op", op), ("in_place", in_place),
+                            ("algo", algo != "auto"), ("protocol", protocol != "auto"), ("engine", engine != "auto")):
+            if value:
+                raise InputError("only with --nccl-tests LOG (it sets up the simulation of a log)", field=flag)
 
         from simulator.reports.validation import load_published, predict
 
@@ -65,3 +106,117 @@ def _table(rows: list[dict], threshold: float) -> Table:
                       f"{r['predicted']:.1f}", f"{r['published']:.1f}", f"{r['error_pct']:+.1f}",
                       "yes" if r["passed"] else "[red]NO[/red]")
     return table
+
+
+def _validate_logs(logs: list[str], topology: str | None, *, gpus: int | None, op: str | None, algo: str,
+                   protocol: str, engine: str, in_place: bool, threshold: float, as_json: bool,
+                   plot: str | None) -> None:
+    """Every size of every nccl-tests log: measured vs predicted, a table per test, one summary."""
+    import json
+
+    from simulator.reports.nccl_tests_validation import compare_run, run_label, settings_for, summarize
+    from simulator.workloads.traces.nccl_tests_log import parse_log
+
+    if topology is None:
+        raise InputError("--nccl-tests needs --topology T, the topology YAML of the measured system",
+                         field="topology")
+    if plot and any(Path(plot).resolve() == Path(item).resolve() for item in [*logs, topology]):
+        raise InputError("refusing to overwrite an input file with the plot; name another PNG", field="plot")
+    runs = [run for log in logs for run in parse_log(log, op=op)]
+    fabric = load_fabric(topology)
+    console = Console(stderr=True)
+    results = []
+    with console.status("simulating the logged sizes") as status:
+        for run in runs:
+            rows = compare_run(fabric, run, gpus=gpus, algo=algo, protocol=protocol, engine=engine,
+                               in_place=in_place, threshold_pct=threshold,
+                               on_row=lambda r, run=run: status.update(f"{run_label(run, r['ranks'])}: {r['bytes']} B"))
+            results.append((run, rows))
+    every = [r for _, rows in results for r in rows]
+    total = summarize(every)
+    failed = [r for r in every if not r["passed"]]
+    if as_json:
+        typer.echo(json.dumps({"topology": topology, "threshold_pct": threshold, "summary": total.as_dict(),
+                               "failed": len(failed),
+                               "logs": [{"log": run.path, "op": run.op, "op_from": run.op_from,
+                                         "ranks_in_log": run.ranks, "hosts": list(run.hosts),
+                                         "gpu": list(run.gpu_names),
+                                         "settings_from_log": list(settings_for(run, algo, protocol).notes),
+                                         "summary": summarize(rows).as_dict(),
+                                         "rows": rows} for run, rows in results]}))
+    else:
+        out = report_console()
+        for run, rows in results:
+            out.print(_log_table(run, rows, fabric.name, in_place))
+            for note in settings_for(run, algo, protocol).notes:
+                out.print(f"  from the log: {note}", highlight=False)
+            out.print(_summary_line(summarize(rows), "  this log"), highlight=False)
+        if len(results) > 1:
+            out.print(_summary_line(total, f"all {len(results)} logs"), highlight=False)
+        out.print(f"{len(every) - len(failed)} of {len(every)} sizes within {threshold:g}% "
+                  "(busbw error; time error where the log's busbw is below 1 GB/s).")
+    if plot:
+        from simulator.reports.plots import busbw_vs_size
+
+        series, measured = {}, []
+        for i, (run, rows) in enumerate(results, start=1):
+            label = run_label(run, rows[0]["ranks"])
+            label += f" (test {i})" if label in series else ""
+            series[label] = _with_gaps([(r["bytes"], r["predicted_busbw_GBps"]) for r in rows])
+            measured += [(label, r["bytes"], r["measured_busbw_GBps"]) for r in rows]
+        busbw_vs_size(series, measured, path=plot, points_label="measured", line_label="fabricsim",
+                      title=f"Measured (markers) vs fabricsim on {fabric.name} (lines), "
+                            f"{'in-place' if in_place else 'out-of-place'}")
+    if failed:
+        raise typer.Exit(1)
+
+
+def _log_table(run: NcclTestsRun, rows: list[dict], system: str, in_place: bool) -> Table:
+    from simulator.reports.nccl_tests_validation import run_label
+    from simulator.units import format_bytes
+
+    hosts = len(run.hosts)
+    where = f", {hosts} host{'s' if hosts != 1 else ''}" if hosts else ""
+    gpu = f", {run.gpu_names[0]}" if len(run.gpu_names) == 1 else ""
+    title = (f"{run_label(run, rows[0]['ranks'])}{where}{gpu}\n"
+             f"measured ({'in-place' if in_place else 'out-of-place'} columns) vs fabricsim on {system}")
+    table = Table(title=title, title_justify="left", title_style="bold")
+    for col in ("size", "time meas (us)", "time pred (us)", "time err %", "busbw meas (GB/s)",
+                "busbw pred (GB/s)", "busbw err %", "algo/proto/engine"):
+        table.add_column(col, justify="left" if col == "algo/proto/engine" else "right")
+    for r in rows:
+        busbw_err = f"{r['busbw_error_pct']:+.1f}" if r["busbw_error_pct"] is not None else "-"
+        table.add_row(format_bytes(r["bytes"]), _time(r["measured_time_us"]), _time(r["predicted_time_us"]),
+                      f"{r['time_error_pct']:+.1f}", f"{r['measured_busbw_GBps']:.2f}",
+                      f"{r['predicted_busbw_GBps']:.2f}", busbw_err,
+                      f"{r['algo']}/{r['protocol']}/{r['engine']}")
+    return table
+
+
+PLOT_JOIN_MAX_RATIO = 4
+"""Predicted points further apart than this size ratio are not joined by a line: a log that skips
+sizes gets no drawn curve where nothing was simulated."""
+
+
+def _with_gaps(points: list[tuple[int, float]]) -> list[tuple[float, float]]:
+    """``points`` in size order with a NaN (a break in the line) between sizes too far apart."""
+    out: list[tuple[float, float]] = []
+    for size, value in sorted(points):
+        if out and size > out[-1][0] * PLOT_JOIN_MAX_RATIO:
+            out.append(((out[-1][0] * size) ** 0.5, float("nan")))
+        out.append((size, value))
+    return out
+
+
+def _time(us: float) -> str:
+    """Time as nccl-tests prints it: 4 significant digits below 10 ms."""
+    return f"{us:.2f}" if us < 100 else f"{us:.1f}" if us < 10_000 else f"{us:.0f}"
+
+
+def _summary_line(s: Summary, who: str) -> str:
+    from simulator.units import format_bytes
+
+    busbw = (f"busbw |error| median {s.busbw_median_pct:.1f}%, worst {s.busbw_worst_pct:.1f}% at "
+             f"{format_bytes(s.busbw_worst_bytes)}" if s.busbw_median_pct is not None else "busbw: no size above 1 GB/s")
+    return (f"{who}: {s.rows} size{'s' if s.rows != 1 else ''}; {busbw}; time |error| median {s.time_median_pct:.1f}%, "
+            f"worst {s.time_worst_pct:.1f}% at {format_bytes(s.time_worst_bytes)}")

@@ -13,13 +13,10 @@ from simulator.engine.result import RunResult
 from simulator.engine.transfer import Workload
 from simulator.units import GB
 from simulator.workloads.collectives.ops import OPS, busbw_factor
+from simulator.workloads.traces.nccl_tests_log import PER_RANK_COUNT_OPS, TYPE_BYTES
 
-TYPE_SIZE = {"float": 4, "half": 2, "bfloat16": 2, "int8": 1, "double": 8}
+TYPE_SIZE = TYPE_BYTES
 """Bytes per element of nccl-tests' data types (for the count column)."""
-
-
-PER_RANK_COUNT_OPS = frozenset({"all_gather", "reduce_scatter", "alltoall"})
-"""Ops whose size S is the whole array (count x n), so nccl-tests prints the per-rank count."""
 
 
 def element_count(op: str, size_bytes: int, n_gpus: int, dtype: str = "float") -> int:

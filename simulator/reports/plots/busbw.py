@@ -47,11 +47,14 @@ def set_log2_size_axis(ax: Axes, sizes: Sequence[float]) -> None:
 
 def build_busbw_vs_size(series: Mapping[str, Sequence[tuple[int, float]]],
                         published: Sequence[tuple[str, int, float]] = (),
-                        title: str = "") -> Figure:
+                        title: str = "", *, points_label: str = "published",
+                        line_label: str = "simulated") -> Figure:
     """Figure of busbw (GB/s) against size (B): a line per system, a marker per published point.
 
     ``series`` maps system name to ``(size_bytes, busbw_GBps)`` pairs; ``published`` holds
     ``(system, size_bytes, busbw_GBps)``. A published system gets the colour of its simulated line.
+    Legends read ``system (simulated)`` and ``system (published)``; ``line_label`` and
+    ``points_label`` replace the words in brackets (e.g. ``fabricsim`` and ``measured``).
     """
     systems = list(series) + sorted({p[0] for p in published} - set(series))
     colours = dict(zip(systems, palette(len(systems))))
@@ -65,13 +68,13 @@ def build_busbw_vs_size(series: Mapping[str, Sequence[tuple[int, float]]],
     for system, points in series.items():
         ordered = sorted(points)
         ax.plot([s for s, _ in ordered], [b for _, b in ordered], marker=".", color=colours[system],
-                label=f"{system} (simulated)")
+                label=f"{system} ({line_label})")
     for system in systems:
         mine = [(s, b) for name, s, b in published if name == system]
         if mine:
             ax.scatter([s for s, _ in mine], [b for _, b in mine], marker="*", s=140,
                        color=colours[system], edgecolors="black", linewidths=0.6, zorder=3,
-                       label=f"{system} (published)")
+                       label=f"{system} ({points_label})")
     set_log2_size_axis(ax, sizes)
     ax.set_ylim(bottom=0)
     ax.set_xlabel("message size (bytes; binary prefixes, 1K = 1024 B)")
@@ -84,6 +87,7 @@ def build_busbw_vs_size(series: Mapping[str, Sequence[tuple[int, float]]],
 
 def busbw_vs_size(series: Mapping[str, Sequence[tuple[int, float]]],
                   published: Sequence[tuple[str, int, float]] = (), *, path: str | Path,
-                  title: str = "") -> Path:
+                  title: str = "", points_label: str = "published", line_label: str = "simulated") -> Path:
     """Write :func:`build_busbw_vs_size` to a PNG at ``path``; returns the path."""
-    return save_png(build_busbw_vs_size(series, published, title), path)
+    return save_png(build_busbw_vs_size(series, published, title, points_label=points_label,
+                                        line_label=line_label), path)

@@ -1,0 +1,170 @@
+"""Predict every size of a real nccl-tests log and set measured against predicted.
+
+Each size is simulated on the user's topology through the same path as ``fabricsim bench``
+(:func:`simulator.reports.sweeps.sweep`), with the log's operation and rank count. Nothing is
+fitted to the log. Errors follow ``validation.py``: ``error_pct = 100 (predicted - measured) /
+measured``, for time and for busbw.
+
+nccl-tests prints busbw with two decimals, so below :data:`MIN_BUSBW_FOR_ERROR_GBPS` the printed
+value has fewer than three significant digits (8 B rows print ``0.00``): there the busbw error is
+left out (None) and the time error, printed with four digits, stands alone.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+import numpy as np
+
+from simulator.errors import InputError
+from simulator.reports.sweeps import SweepSpec, sweep
+from simulator.topology.fabric import Fabric
+from simulator.workloads.collectives import OPS as SIMULATED_OPS
+from simulator.workloads.traces.nccl_tests_log import NcclTestsRun
+
+NCCL_ALGO_NAMES = {"ring": "ring", "tree": "tree", "nvls": "nvls"}
+NCCL_PROTO_NAMES = {"ll": "LL", "ll128": "LL128", "simple": "Simple"}
+"""NCCL_ALGO / NCCL_PROTO values (case-insensitive, as NCCL reads them) that name one fabricsim
+algorithm or protocol; lists, exclusions (``^NVLS``) and other algorithms leave the choice to the tuner."""
+
+MIN_BUSBW_FOR_ERROR_GBPS = 1.0
+"""Smallest printed busbw (GB/s) whose error is reported: at 1.00 the rounding to 0.01 is <= 0.5%."""
+
+
+@dataclass(frozen=True, slots=True)
+class Summary:
+    """Median and worst |error| (%) over the rows that have one; ``worst_*_bytes`` says where."""
+
+    rows: int
+    busbw_median_pct: float | None
+    busbw_worst_pct: float | None
+    busbw_worst_bytes: int | None
+    time_median_pct: float
+    time_worst_pct: float
+    time_worst_bytes: int
+
+    def as_dict(self) -> dict:
+        return {f: getattr(self, f) for f in self.__dataclass_fields__}
+
+
+def error_pct(predicted: float, measured: float) -> float:
+    """100 (predicted - measured) / measured: positive when fabricsim predicts more."""
+    return 100.0 * (predicted - measured) / measured
+
+
+@dataclass(frozen=True, slots=True)
+class RunSettings:
+    """What to simulate a logged test with: the user's flags, else the NCCL_* settings in the log."""
+
+    algo: str = "auto"
+    protocol: str = "auto"
+    channels: int | None = None
+    notes: tuple[str, ...] = ()
+    """One line per NCCL_* setting read from the log (or ignored, and why)."""
+
+
+def settings_for(run: NcclTestsRun, algo: str = "auto", protocol: str = "auto") -> RunSettings:
+    """Flags win; ``auto`` takes NCCL_ALGO / NCCL_PROTO from the log, and NCCL_MIN_NCHANNELS =
+    NCCL_MAX_NCHANNELS = N gives N channels (as ``bench --channels N``)."""
+    notes = []
+    for flag, var, names, given in (("algo", "NCCL_ALGO", NCCL_ALGO_NAMES, algo),
+                                    ("protocol", "NCCL_PROTO", NCCL_PROTO_NAMES, protocol)):
+        found = run.setting(var)
+        if found is None:
+            continue
+        value, line = found
+        if given != "auto":
+            notes.append(f"{var}={value} (line {line}) overridden by --{flag} {given}")
+        elif value.lower() in names:
+            notes.append(f"{var}={value} (line {line}): --{flag} {names[value.lower()]}")
+            if flag == "algo":
+                algo = names[value.lower()]
+            else:
+                protocol = names[value.lower()]
+        else:
+            notes.append(f"{var}={value} (line {line}) names no single fabricsim {flag}; the tuner chooses")
+    low, high = run.setting("NCCL_MIN_NCHANNELS"), run.setting("NCCL_MAX_NCHANNELS")
+    channels = None
+    if low and high and low[0] == high[0] and low[0].isdigit() and int(low[0]) > 0:
+        channels = int(low[0])
+        notes.append(f"NCCL_MIN_NCHANNELS=NCCL_MAX_NCHANNELS={channels} (lines {low[1]}, {high[1]}): "
+                     f"{channels} channels")
+    return RunSettings(algo=algo, protocol=protocol, channels=channels, notes=tuple(notes))
+
+
+def compare_run(fabric: Fabric, run: NcclTestsRun, *, gpus: int | None = None, algo: str = "auto",
+                protocol: str = "auto", engine: str = "auto", in_place: bool = False,
+                threshold_pct: float | None = None,
+                on_row: Callable[[dict], None] | None = None) -> list[dict]:
+    """One row per size of ``run``: measured and predicted time (us) and busbw (GB/s), errors (%),
+    and the algorithm, protocol and engine of the prediction. ``gpus`` overrides the log's rank
+    count; ``algo``/``protocol`` left at auto take NCCL_ALGO/NCCL_PROTO from the log
+    (:func:`settings_for`); ``in_place`` compares the in-place columns, not the out-of-place ones. With
+    ``threshold_pct``, ``passed`` says whether |busbw error| (else |time error|) is within it."""
+    if run.op not in SIMULATED_OPS:
+        raise InputError(f"fabricsim does not simulate {run.op} (found from the {run.op_from}); it simulates "
+                         f"{', '.join(SIMULATED_OPS)}", file=run.path, line=run.header_line)
+    ranks = gpus or run.ranks
+    if ranks is None:
+        raise InputError("the log has no '#  Rank ... device ...' lines to count ranks from; pass --gpus N",
+                         file=run.path, line=run.header_line)
+    if ranks > len(fabric.gpus):
+        where = run.rank_lines[0].line if run.rank_lines else run.header_line
+        who = f"--gpus {gpus} asks for" if gpus else "the log ran on"
+        raise InputError(f"{who} {ranks} ranks but {fabric.name} has {len(fabric.gpus)} GPUs; pick a topology "
+                         "with enough GPUs (or --gpus N for a smaller, different run)", file=run.path, line=where)
+    if in_place and any(r.in_place is None for r in run.rows):
+        raise InputError("--in-place: the log has no in-place columns", file=run.path, line=run.header_line)
+    settings = settings_for(run, algo, protocol)
+    spec = SweepSpec(op=run.op, gpus=ranks, sizes=tuple(r.bytes for r in run.rows), algo=settings.algo,
+                     protocol=settings.protocol, engine=engine, channels=settings.channels)
+    placement = "in-place" if in_place else "out-of-place"
+    rows: list[dict] = []
+
+    def add(predicted: dict) -> None:
+        logged = run.rows[len(rows)]
+        measured = logged.in_place if in_place else logged.out_of_place
+        assert measured is not None and predicted["bytes"] == logged.bytes
+        busbw_error = (error_pct(predicted["busbw_GBps"], measured.busbw_GBps)
+                       if measured.busbw_GBps >= MIN_BUSBW_FOR_ERROR_GBPS else None)
+        time_error = error_pct(predicted["time_us"], measured.time_us)
+        row = {"log": run.path, "line": logged.line, "op": run.op, "ranks": ranks, "ranks_in_log": run.ranks,
+               "placement": placement, "bytes": logged.bytes,
+               "measured_time_us": measured.time_us, "predicted_time_us": predicted["time_us"],
+               "time_error_pct": time_error,
+               "measured_busbw_GBps": measured.busbw_GBps, "predicted_busbw_GBps": predicted["busbw_GBps"],
+               "busbw_error_pct": busbw_error,
+               "algo": predicted["algo"], "protocol": predicted["protocol"], "engine": predicted["engine"]}
+        if threshold_pct is not None:
+            judged = busbw_error if busbw_error is not None else time_error
+            row["passed"] = abs(judged) <= threshold_pct
+        rows.append(row)
+        if on_row:
+            on_row(row)
+
+    sweep(fabric, spec, on_row=add)
+    return rows
+
+
+def summarize(rows: list[dict]) -> Summary:
+    """Median and worst |error| of busbw (rows that have one) and of time."""
+    if not rows:
+        raise ValueError("no rows to summarize")
+    with_busbw = [r for r in rows if r["busbw_error_pct"] is not None]
+    busbw = np.abs([r["busbw_error_pct"] for r in with_busbw])
+    time = np.abs([r["time_error_pct"] for r in rows])
+    worst_b = with_busbw[int(np.argmax(busbw))] if with_busbw else None
+    worst_t = rows[int(np.argmax(time))]
+    return Summary(rows=len(rows),
+                   busbw_median_pct=float(np.median(busbw)) if with_busbw else None,
+                   busbw_worst_pct=abs(worst_b["busbw_error_pct"]) if worst_b else None,
+                   busbw_worst_bytes=worst_b["bytes"] if worst_b else None,
+                   time_median_pct=float(np.median(time)), time_worst_pct=abs(worst_t["time_error_pct"]),
+                   time_worst_bytes=worst_t["bytes"])
+
+
+def run_label(run: NcclTestsRun, ranks: int | None = None) -> str:
+    """``hgx_h100_all_reduce_8gpu.log: all_reduce, 8 ranks`` (for titles and legends)."""
+    return f"{Path(run.path).name}: {run.op}, {ranks or run.ranks} ranks"

@@ -1,0 +1,1 @@
+"""Traces and logs from real systems, read into plain records (nccl-tests output, ...)."""
