@@ -53,13 +53,27 @@ def test_raw_pam4_rates_map_onto_nominal_data_rates_through_fec():
     assert "assumption" in CAT.lane("pam4_200g").sources["rate_bps"]
 
 
-@pytest.mark.parametrize("gen, nccl_GBps", [("nvlink3", 20.0), ("nvlink4", 20.6), ("nvlink5", 40.1)])
-def test_protocol_efficiency_reproduces_nccl_per_link_model(gen, nccl_GBps):
+MEASURED_OVER_NCCL = (395 / 18 / 25) / 0.824
+"""NVLink 4: measured one-way copy rate per link (395 GB/s over 18 links, 2x H200) over NCCL's
+src/graph/topo.h model (20.6 of 25 GB/s)."""
+
+
+def test_nvlink4_efficiency_is_the_measured_one_way_rate():
+    link = CAT.link("nvlink4")
+    assert 18 * link.payload_rate_Bps == pytest.approx(395 * GB, rel=0.002)
+    assert "measured" in link.sources["protocol_efficiency"]
+    # both ways: each direction also carries the other's responses: 354 GB/s measured
+    assert 18 * link.payload_rate_Bps / (1 + link.reverse_overhead) == pytest.approx(354 * GB, rel=0.002)
+
+
+@pytest.mark.parametrize("gen, nccl_GBps", [("nvlink3", 20.0), ("nvlink5", 40.1)])
+def test_other_nvlink_generations_scale_nccls_model_by_the_measured_ratio(gen, nccl_GBps):
     link = CAT.link(gen)
-    assert link.payload_rate_Bps == pytest.approx(nccl_GBps * GB)
+    assert link.payload_rate_Bps == pytest.approx(nccl_GBps * GB * MEASURED_OVER_NCCL, rel=0.002)
     assert link.payload_rate_Bps < link.line_rate_Bps
     assert link.bidir_payload_rate_Bps == pytest.approx(2 * link.payload_rate_Bps)
     assert "topo.h" in link.sources["protocol_efficiency"]
+    assert link.reverse_overhead == CAT.link("nvlink4").reverse_overhead
 
 
 @pytest.mark.parametrize("gpu, total_bidir_GBps", [("a100", 600), ("h100", 900), ("h200", 900),

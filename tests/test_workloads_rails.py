@@ -5,6 +5,8 @@ from pathlib import Path
 
 import pytest
 
+from simulator.hardware.gpu_side import load_gpu_side
+
 from simulator.engine.flow import run_flow
 from simulator.metrics.collective_stats import row
 from simulator.topology.builder import build_fabric
@@ -51,7 +53,9 @@ def test_ring_all_gather_uses_every_rail_at_the_closed_form_busbw(rack):
     nodes = rail_nodes(rack, rack.gpus)
     m = len(nodes[0])
     rails = sum(1 for n in rack.nodes.values() if n.kind == "nic" and n.group == rack.nodes[nodes[0][0]].group)
-    b_nic = nics[0].rate_Bps
+    # each rail carries channels / m rings, each driven by one copy CTA (the GPU side)
+    cta = load_gpu_side().architecture("hopper").channel_copy_Bps
+    b_nic = min(nics[0].rate_Bps, w.meta["channels"] / m * cta)
     b_nv = sum(c.rate_Bps for c in rack.out_channels(nodes[0][0]) if c.fabric == "nvlink")
     expected = min(rails * b_nic, b_nv * m / (m - 1)) / 1e9
     assert row(w, r).busbw_GBps == pytest.approx(expected, rel=0.01)
