@@ -175,6 +175,27 @@ def _plan(fabric: Fabric, workload: Workload, table: _RouteTable) -> tuple[list[
     return [None if key is None else plans[key] for key in keys], limits_Bps
 
 
+def channel_capacity_Bps(fabric: Fabric) -> np.ndarray:
+    """What each channel can carry as a fluid (B/s): its payload rate, or less when its receive
+    buffer cannot cover the credit loop. The loop of a fluid (packets of vanishing size): data
+    crosses the link (L), a transit receiver (switch, root complex) forwards it (its latency), the
+    receiver waits ``return_delay_s`` and the credit crosses back (reverse L); the buffer sustains
+    ``buffer / loop``. The packet engine simulates the same loop packet by packet (plus one packet's
+    serialization per hop, ``credit_loop_rtt_s``)."""
+    out = np.empty(len(fabric.channels))
+    has_out = {c.src for c in fabric.channels}
+    for c in fabric.channels:
+        node = fabric.nodes[c.dst]
+        forward = node.latency_s if node.kind != "gpu" and c.dst in has_out else 0.0
+        try:
+            back = fabric.reverse(c).latency_s
+        except KeyError:
+            back = c.latency_s
+        loop = c.latency_s + forward + c.credit.return_delay_s + back
+        out[c.id] = min(c.rate_Bps, c.credit.buffer_bytes / loop) if loop > 0 else c.rate_Bps
+    return out
+
+
 class _Active:
     """The active sub-flows as parallel numpy arrays. Additions are queued and concatenated once
     per event (``flush``), so adding k sub-flows costs O(k), not O(k x active)."""
@@ -243,7 +264,7 @@ def run_flow(fabric: Fabric, workload: Workload, config: FlowConfig = FlowConfig
     n = len(transfers)
     table = _RouteTable()
     plans, limits = _plan(fabric, workload, table)
-    capacity = np.concatenate((np.array([c.rate_Bps for c in fabric.channels], dtype=float), limits))
+    capacity = np.concatenate((channel_capacity_Bps(fabric), limits))
     n_real = len(fabric.channels)
     start = np.full(n, np.nan)
     finish = np.full(n, np.nan)
@@ -330,7 +351,7 @@ def run_flow(fabric: Fabric, workload: Workload, config: FlowConfig = FlowConfig
     makespan = float(np.nanmax(finish)) if n else 0.0
     return RunResult(engine="flow", makespan_s=makespan, start_s=start, finish_s=finish,
                      bytes_injected=injected, bytes_delivered=delivered, channel_bytes=channel_bytes,
-                     channel_busy_s=channel_bytes / capacity,
+                     channel_busy_s=channel_bytes / np.array([c.rate_Bps for c in fabric.channels]),
                      channel_credit_stall_s=np.zeros(len(fabric.channels)), events=events,
                      wall_s=time.perf_counter() - wall0, invariants=invariants)
 

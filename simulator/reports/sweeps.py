@@ -17,6 +17,7 @@ import numpy as np
 from simulator.engine.dispatch import choose_engine, simulate
 from simulator.engine.flow import FlowConfig
 from simulator.engine.packet import EngineObserver, PacketConfig
+from simulator.engine.packet.sizing import fine_packet_bytes
 from simulator.engine.result import RunResult
 from simulator.engine.transfer import Workload
 from simulator.errors import InputError
@@ -90,7 +91,7 @@ def build_workload(fabric: Fabric, spec: SweepSpec, nbytes: int) -> Workload:
 def run_one(fabric: Fabric, workload: Workload, spec: SweepSpec,
             observer: EngineObserver | None = None) -> tuple[dict, RunResult]:
     """Simulate one workload; its row and the raw result (``observer`` sees packet-engine runs)."""
-    packet = _packet_config(spec)
+    packet = _packet_config(fabric, spec)
     result = simulate(fabric, workload, engine=spec.engine, packet=packet, flow=FlowConfig(), observer=observer)
     energy = energy_report(fabric, result)
     row = nccl_row(workload, result).as_dict()
@@ -98,6 +99,7 @@ def run_one(fabric: Fabric, workload: Workload, spec: SweepSpec,
     row.update(
         algo=workload.meta.get("algo"), protocol=workload.meta.get("protocol"),
         channels=workload.meta.get("channels"), engine=result.engine,
+        packet_bytes=packet.packet_bytes if result.engine == "packet" else None,
         p99_latency_us=float(np.percentile(latency, 99) * 1e6) if len(latency) else None,
         energy_J=energy.total_J, avg_power_W=energy.average_power_W,
         pJ_per_byte=energy.pJ_per_byte if result.bytes_delivered else None,
@@ -106,8 +108,15 @@ def run_one(fabric: Fabric, workload: Workload, spec: SweepSpec,
     return row, result
 
 
-def _packet_config(spec: SweepSpec) -> PacketConfig:
-    return PacketConfig(seed=spec.seed, **({"packet_bytes": spec.packet_bytes} if spec.packet_bytes else {}))
+def _packet_config(fabric: Fabric, spec: SweepSpec) -> PacketConfig:
+    """The packet engine's settings: the given packet size, else the largest that keeps every credit
+    loop of ``fabric`` exact (``fine_packet_bytes``, computed once per fabric)."""
+    size = spec.packet_bytes
+    if not size:
+        size = fabric.route_cache.get(("sweeps.fine_packet_bytes",))
+        if size is None:
+            size = fabric.route_cache[("sweeps.fine_packet_bytes",)] = fine_packet_bytes(fabric)
+    return PacketConfig(seed=spec.seed, packet_bytes=size)
 
 
 def measure(fabric: Fabric, workload: Workload, spec: SweepSpec, observer: EngineObserver | None = None) -> dict:
@@ -126,7 +135,7 @@ def sweep(fabric: Fabric, spec: SweepSpec, on_row: Callable[[dict], None] | None
     if spec.engine == "auto" and spec.sizes:
         largest = max(spec.sizes)
         built[largest] = build_workload(fabric, spec, largest)
-        spec = replace(spec, engine=choose_engine(fabric, built[largest], _packet_config(spec)))
+        spec = replace(spec, engine=choose_engine(fabric, built[largest], _packet_config(fabric, spec)))
     for nbytes in spec.sizes:
         workload = built.pop(nbytes, None) or build_workload(fabric, spec, nbytes)
         row, result = run_one(fabric, workload, spec, observer)

@@ -34,6 +34,10 @@ INJECT_RANK = 1 << 40
 """Local injection arbitrates after every input channel (ranks are channel ids)."""
 
 
+PACE_PACKETS = 8
+"""Packets a rate-limited transfer hands to its injectors at a time (its pacing unit)."""
+
+
 class PacketNetwork:
     """One run of the packet engine over ``fabric`` (build once, ``run`` once)."""
 
@@ -297,7 +301,16 @@ class PacketNetwork:
         routes = t.paths if t.paths is not None else equal_cost_routes(self.fabric, t.src, t.dst)
         offset = int(self.rng.integers(len(routes))) if len(routes) > 1 else 0
         seq = [0]
-        for ri, count, last in split_packets(t.bytes, self.config.packet_bytes, len(routes), offset):
+        if t.rate_Bps:
+            self._pace(tid, routes, offset, seq, 0)
+        else:
+            self._inject(tid, t.bytes, routes, offset, seq, now)
+        self.watchdog.arm()
+
+    def _inject(self, tid: int, nbytes: int, routes, offset: int, seq: list[int], now: float) -> None:
+        """Hand ``nbytes`` of transfer ``tid`` to the injectors of its routes, as packets dealt
+        round-robin from route ``offset``."""
+        for ri, count, last in split_packets(nbytes, self.config.packet_bytes, len(routes), offset):
             route = tuple(routes[ri])
             first = route[0]
             inj = self.injectors.get(first)
@@ -307,14 +320,27 @@ class PacketNetwork:
                 self.ports[first].add_requester(inj)
             inj.add(Flow(tid, route, count, last, seq))
             self.ports[first].wake(now)
-        self.watchdog.arm()
+
+    def _pace(self, tid: int, routes, offset: int, seq: list[int], sent: int) -> None:
+        """A rate-limited transfer (``Transfer.rate_Bps``: the CTA behind it) hands its bytes to the
+        injectors no faster than its rate: a pacing unit of ``PACE_PACKETS`` packets every
+        unit / rate seconds, so it takes no more than its share of the links while it runs."""
+        t = self.workload.transfers[tid]
+        unit = PACE_PACKETS * self.config.packet_bytes
+        nbytes = min(unit, t.bytes - sent)
+        self._inject(tid, nbytes, routes, offset, seq, self.env._now)
+        sent += nbytes
+        if sent < t.bytes:
+            gap = nbytes / t.rate_Bps
+            offset = (offset + -(-nbytes // self.config.packet_bytes)) % len(routes)
+            self.env.schedule(Wake(lambda ev: self._pace(tid, routes, offset, seq, sent), self.env._now + gap), 1, gap)
 
     def _finish(self, tid: int, now: float) -> None:
         """``tid``'s last byte arrived at ``now``. A rate-limited transfer (``Transfer.rate_Bps``:
         the CTA or copy engine behind it) is not done before its sender could have pushed its bytes:
-        it completes at ``start + bytes / rate_Bps`` if that is later. Packets themselves are not
-        paced, so while a CTA limit binds the links carry its bytes earlier than the flow engine's
-        fluid shares do; completion times agree."""
+        it completes at ``start + bytes / rate_Bps`` if that is later (its packets are paced by
+        ``_pace`` in units of ``PACE_PACKETS``; this settles the last unit, which leaves at link
+        rate, as the fluid model does)."""
         t = self.workload.transfers[tid]
         if t.rate_Bps and t.src != t.dst:
             paced = float(self.start_s[tid]) + t.bytes / t.rate_Bps

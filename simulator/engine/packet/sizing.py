@@ -16,9 +16,11 @@ from simulator.topology.fabric import Channel, Fabric
 
 
 def is_fine(channel: Channel, packet_bytes: int, header_bytes: int = 0, vcs: int = 1,
-            reverse_latency_s: float | None = None) -> bool:
+            reverse_latency_s: float | None = None, transit_s: float = 0.0) -> bool:
     """True if ``packet_bytes`` payload packets are modelled without coarse mode on ``channel`` and
-    keep it at its serialization rate (static credit partition over ``vcs`` VCs).
+    keep it at its serialization rate (static credit partition over ``vcs`` VCs). ``transit_s``: how
+    much longer a transit receiver (switch, root complex) holds the space than a sink: its
+    forwarding latency plus the packet's serialization on the next link.
 
     Not coarse: the packet's credits fit what one packet may hold, the VC's share of the buffer
     less the ``batch - 1`` credits batching may withhold (the engine's rule). Full rate: the n
@@ -32,7 +34,7 @@ def is_fine(channel: Channel, packet_bytes: int, header_bytes: int = 0, vcs: int
     k = credits_for(wire, spec.credit_bytes)
     if k > share - (spec.batch - 1):
         return False
-    rtt = credit_loop_rtt_s(channel, packet_bytes, header_bytes, reverse_latency_s)
+    rtt = credit_loop_rtt_s(channel, packet_bytes, header_bytes, reverse_latency_s) + transit_s
     return (share // k) * wire / rtt >= serialization_rate_Bps(channel, header_bytes)
 
 
@@ -50,9 +52,20 @@ def fine_packet_bytes(fabric: Fabric, header_bytes: int = 0, vcs: int = 1,
             reverse[ch.id] = fabric.reverse(ch).latency_s
         except KeyError:
             reverse[ch.id] = ch.latency_s
+    slowest_out: dict[str, float] = {}
+    for ch in fabric.channels:
+        rate = serialization_rate_Bps(ch, header_bytes)
+        slowest_out[ch.src] = min(slowest_out.get(ch.src, rate), rate)
+
+    def transit_s(ch: Channel, size: int) -> float:
+        node = fabric.nodes[ch.dst]
+        if node.kind == "gpu" or ch.dst not in slowest_out:
+            return 0.0
+        return node.latency_s + (size + header_bytes) / slowest_out[ch.dst]
+
     size = ceiling_bytes
     while size > floor_bytes:
-        if all(is_fine(ch, size, header_bytes, vcs, reverse[ch.id]) for ch in fabric.channels):
+        if all(is_fine(ch, size, header_bytes, vcs, reverse[ch.id], transit_s(ch, size)) for ch in fabric.channels):
             return size
         size //= 2
     return floor_bytes

@@ -107,11 +107,17 @@ other collectives NCCL's tuner picks among ring, tree and NVLS only (one-shot ke
 available as ``--algo direct``)."""
 
 
+MULTI_NODE_ALGOS = frozenset({"tree", "hierarchical"})
+"""Algorithms ``auto`` considers only when the GPUs span nodes joined by the network: inside one
+NVLink domain NCCL runs Ring (LL, then Simple) or NVLS (measured, 2x H200, NCCL 2.28)."""
+
+
 def choose(fabric: Fabric, gpus: tuple[str, ...], op: str, nbytes: int, algo: str, protocol: str,
            table: ProtocolTable, channels: int | None = None) -> tuple[str, str, float]:
     """The (algorithm, protocol, predicted seconds) with the smallest prediction; ``auto`` in
     either argument means "any"; ``channels`` fixes the channel count of every candidate."""
     from simulator.workloads.collectives import ALGORITHMS, build_collective, why_not
+    from simulator.workloads.collectives.rails import rail_nodes
 
     algos = list(ALGORITHMS) if algo == "auto" else [algo]
     protos = list(PROTOCOL_NAMES) if protocol == "auto" else [protocol]
@@ -122,8 +128,8 @@ def choose(fabric: Fabric, gpus: tuple[str, ...], op: str, nbytes: int, algo: st
                 continue
             if algo == "auto" and a == "direct" and op not in AUTO_DIRECT_OPS:
                 continue
-            if algo == "auto" and a == "tree" and len({fabric.nodes[g].group for g in gpus}) < 2:
-                continue  # measured, 2x H200, NCCL 2.28: Ring (LL, then Simple) inside one node
+            if algo == "auto" and a in MULTI_NODE_ALGOS and rail_nodes(fabric, gpus) is None:
+                continue
             t = predict_s(fabric, build_collective(fabric, gpus, op, nbytes, a, p, channels=channels, table=table))
             if best is None or t < best[0]:
                 best = (t, a, p)
