@@ -43,7 +43,8 @@ def register(app: typer.Typer) -> None:
         trace: Annotated[Optional[str], typer.Option(
             help="Write a Perfetto/Chrome trace (JSON) of the packet-engine runs here.")] = None,
         credit_plot: Annotated[Optional[str], typer.Option(
-            help="Write credit occupancy and queue depth over time of one link (PNG; packet engine).")] = None,
+            help="Write credit occupancy and queue depth over time of one link, and the NCCL FIFO slots "
+                 "of one channel (PNG; packet engine).")] = None,
         link: Annotated[Optional[int], typer.Option(
             help="Channel id for --credit-plot (default: GPU 0's first link towards GPU 1).")] = None,
         text: Annotated[bool, typer.Option("--text", help="Plain nccl-tests text instead of a rich table.")] = False,
@@ -64,7 +65,13 @@ def register(app: typer.Typer) -> None:
 
             recorder = CreditRecorder(fabric.channels[_credit_link(fabric, spec.gpus, link)])
         last: list = []
-        kwargs = dict(observer=combine(tracer, recorder), on_result=lambda _workload, result: last.append(result))
+        workloads: list = []
+
+        def keep(workload, result) -> None:
+            workloads.append(workload)
+            last.append(result)
+
+        kwargs = dict(observer=combine(tracer, recorder), on_result=keep)
         console = Console(stderr=True)
         if len(spec.sizes) >= PROGRESS_MIN_SIZES and console.is_terminal:
             with Progress(TextColumn("{task.description}"), BarColumn(), TextColumn("{task.completed}/{task.total}"),
@@ -88,7 +95,7 @@ def register(app: typer.Typer) -> None:
 
             times, credits, depth = recorder.series()
             credit_timeseries(times, credits, depth, recorder.buffer_credits, credit_plot,
-                              label=f"channel {recorder.cid}")
+                              label=f"channel {recorder.cid}", slots=_slot_timeline(fabric, workloads[-1], last[-1]))
         if json_path:
             write_json(json_path, {"topology": topology, "op": op, "gpus": spec.gpus, "algo": algo,
                                    "engine": engine, "rows": rows}, inputs)
@@ -100,12 +107,25 @@ def register(app: typer.Typer) -> None:
         if text:
             typer.echo(nccl_text(op, spec.gpus, rows))
         else:
-            chosen = sorted({f"{r['algo']}/{r['protocol']}/{r['engine']}" for r in rows})
-            counts = sorted({r["channels"] for r in rows if r.get("channels")})
-            if counts:
-                chosen.append(f"{counts[0]}-{counts[-1]} channels" if len(counts) > 1 else f"{counts[0]} channels")
-            report_console().print(nccl_table(op, spec.gpus, rows,
-                                       title=f"{fabric.name}: {op} on {spec.gpus} GPUs ({', '.join(chosen)})"))
+            packets = sorted({r["packet_bytes"] for r in rows if r.get("packet_bytes")})
+            note = f" (packet engine at {packets[0]} B packets)" if packets else ""
+            report_console().print(nccl_table(op, spec.gpus, rows, title=f"{fabric.name}: {op} on {spec.gpus} GPUs{note}"))
+
+
+def _slot_timeline(fabric: Fabric, workload, result):
+    """The FIFO slots of the largest run's first CTA-driven transfer (one channel towards one
+    peer), at the rate that transfer achieved; None when no transfer has a GPU side (copies,
+    hand-made fabrics)."""
+    from simulator.workloads.collectives.base import route_lat_s
+    from simulator.workloads.collectives.gpu_side import GpuSide
+
+    t = next((t for t in workload.transfers if t.rate_Bps and t.bytes and fabric.nodes[t.dst].kind == "gpu"), None)
+    if t is None:
+        return None
+    side = GpuSide.of(fabric, (t.src, t.dst))
+    took = float(result.finish_s[t.id] - result.start_s[t.id])
+    send = min(t.rate_Bps, t.bytes / took) if took > 0 else t.rate_Bps
+    return side.slot_timeline(t.bytes, send, side.flag_s, route_lat_s(fabric, t.src, t.dst))
 
 
 def _credit_link(fabric: Fabric, gpus: int, link: int | None) -> int:

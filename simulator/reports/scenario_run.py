@@ -24,7 +24,7 @@ from simulator.errors import InputError
 from simulator.hardware.catalog import load_catalog
 from simulator.metrics.bottleneck import busiest_link
 from simulator.metrics.energy import EnergyReport, energy_report
-from simulator.reports.sweeps import SweepSpec, select_gpus, size_list, sweep
+from simulator.reports.sweeps import SweepSpec, select_gpus, size_list, sweep, sweep_engine
 from simulator.topology.builder import build_fabric
 from simulator.topology.fabric import Fabric
 from simulator.topology.routing import equal_cost_routes
@@ -171,18 +171,38 @@ def run_scenario(scenario: ScenarioModel, topologies: list[Path],
     """Every workload item on every topology, in file order."""
     packet = PacketConfig(seed=scenario.seed, **({"packet_bytes": scenario.packet_bytes}
                                                   if scenario.packet_bytes else {}))
+    fabrics = [build_fabric(topo) for topo in topologies]
+    engines = {id(item): _common_engine(fabrics, item, scenario) for item in scenario.workloads}
     systems = []
-    for topo in topologies:
-        fabric = build_fabric(topo)
+    for topo, fabric in zip(topologies, fabrics):
         system = SystemResult(topology=str(topo), name=fabric.name, power_W={
             "total": sum(fabric.static_power_W.values()), **fabric.static_power_W}, inventory=inventory(fabric))
         for item in scenario.workloads:
-            for row in _item_rows(fabric, item, scenario, packet, observer):
+            one = scenario.model_copy(update={"engine": engines[id(item)]})
+            for row in _item_rows(fabric, item, one, packet, observer):
                 system.rows.append(row)
                 if on_row:
                     on_row(fabric.name, row)
         systems.append(system)
     return systems
+
+
+def _common_engine(fabrics: list[Fabric], item, scenario: ScenarioModel) -> str:
+    """One engine for ``item`` on every system of a comparison: the scenario's, or for ``auto`` the
+    packet engine only if every system's largest run of the item fits its budget (a comparison
+    never sets packet-engine rows beside flow-engine rows). Attention items compared across
+    systems run on the flow engine."""
+    if scenario.engine != "auto" or len(fabrics) < 2:
+        return scenario.engine
+    if not isinstance(item, (CollectiveItem, CopyItem)):
+        return "flow"
+    for fabric in fabrics:
+        spec = SweepSpec(op=item.op, gpus=item.gpus or len(fabric.gpus), sizes=tuple(size_list(item.sizes)),
+                         algo=getattr(item, "algo", "auto"), protocol=getattr(item, "protocol", "auto"),
+                         channels=getattr(item, "channels", None), packet_bytes=scenario.packet_bytes)
+        if sweep_engine(fabric, spec) != "packet":
+            return "flow"
+    return "packet"
 
 
 def _item_rows(fabric: Fabric, item, scenario: ScenarioModel, packet: PacketConfig,

@@ -124,6 +124,18 @@ def measure(fabric: Fabric, workload: Workload, spec: SweepSpec, observer: Engin
     return run_one(fabric, workload, spec, observer)[0]
 
 
+def sweep_engine(fabric: Fabric, spec: SweepSpec, built: dict[int, Workload] | None = None) -> str:
+    """The engine ``auto`` picks for a whole sweep: by its largest size (that workload is left in
+    ``built`` for reuse)."""
+    if spec.engine != "auto":
+        return spec.engine
+    largest = max(spec.sizes)
+    workload = build_workload(fabric, spec, largest)
+    if built is not None:
+        built[largest] = workload
+    return choose_engine(fabric, workload, _packet_config(fabric, spec))
+
+
 def sweep(fabric: Fabric, spec: SweepSpec, on_row: Callable[[dict], None] | None = None,
           observer: EngineObserver | None = None,
           on_result: Callable[[Workload, RunResult], None] | None = None) -> list[dict]:
@@ -133,9 +145,7 @@ def sweep(fabric: Fabric, spec: SweepSpec, on_row: Callable[[dict], None] | None
     rows = []
     built: dict[int, Workload] = {}
     if spec.engine == "auto" and spec.sizes:
-        largest = max(spec.sizes)
-        built[largest] = build_workload(fabric, spec, largest)
-        spec = replace(spec, engine=choose_engine(fabric, built[largest], _packet_config(fabric, spec)))
+        spec = replace(spec, engine=sweep_engine(fabric, spec, built))
     for nbytes in spec.sizes:
         workload = built.pop(nbytes, None) or build_workload(fabric, spec, nbytes)
         row, result = run_one(fabric, workload, spec, observer)

@@ -31,15 +31,18 @@ def _check(times_s: np.ndarray, credits: np.ndarray, queue_depth: np.ndarray) ->
 
 def build_credit_timeseries(times_s: Sequence[float], credits: Sequence[float],
                             queue_depth: Sequence[float], buffer_credits: int, label: str = "",
-                            queue_unit: str = "packets") -> Figure:
+                            queue_unit: str = "packets", slots=None) -> Figure:
     """Two stacked panels sharing a time axis in µs: credits in use (with the buffer size dashed)
-    above, the sender's queue depth (in ``queue_unit``) below."""
+    above, the sender's queue depth (in ``queue_unit``) below. ``slots`` (a ``SlotTimeline``-like
+    object with ``times_s``, ``in_use``, ``steps``, ``slot_bytes``) adds a third panel: the same
+    credit idea one level up, the NCCL FIFO slots of one channel in use."""
     t = np.asarray(times_s, dtype=float)
     c = np.asarray(credits, dtype=float)
     q = np.asarray(queue_depth, dtype=float)
     _check(t, c, q)
-    fig = new_figure(8.0, 5.0)
-    top, bottom = fig.subplots(2, 1, sharex=True)
+    fig = new_figure(8.0, 7.0 if slots is not None else 5.0)
+    axes = fig.subplots(3 if slots is not None else 2, 1, sharex=slots is None)
+    top, bottom = axes[0], axes[1]
     t_us = t / US
     top.step(t_us, c, where="post", color="C0", label="credits in use (receive buffer occupancy)")
     top.axhline(buffer_credits, color="C3", linestyle="--", label=f"buffer = {buffer_credits} credits")
@@ -52,13 +55,25 @@ def build_credit_timeseries(times_s: Sequence[float], credits: Sequence[float],
     bottom.set_ylabel(f"queue depth\n({queue_unit})")
     bottom.set_xlabel("simulated time (µs)")
     bottom.grid(True, alpha=0.3)
-    fig.suptitle(f"Credit loop of {label or 'one link'} (one direction)")
+    if slots is not None:
+        ax = axes[2]
+        ax.step(np.asarray(slots.times_s) / US, slots.in_use, where="post", color="C2",
+                label="FIFO slots filled, not yet freed (protocol credits)")
+        ax.axhline(slots.steps, color="C3", linestyle="--",
+                   label=f"NCCL_STEPS = {slots.steps} slots of {slots.slot_bytes // 1024} KiB")
+        ax.set_ylim(0, slots.steps * 1.3)
+        ax.set_ylabel("slots in use\n(one channel, one peer)")
+        ax.set_xlabel("time from the channel's first slot (µs)")
+        ax.legend(loc="upper right", fontsize="small")
+        ax.grid(True, alpha=0.3)
+    fig.suptitle(f"Credit loop of {label or 'one link'} (one direction)"
+                 + (" and one NCCL channel's FIFO" if slots is not None else ""))
     return fig
 
 
 def credit_timeseries(times_s: Sequence[float], credits: Sequence[float], queue_depth: Sequence[float],
                       buffer_credits: int, path: str | Path, label: str = "",
-                      queue_unit: str = "packets") -> Path:
+                      queue_unit: str = "packets", slots=None) -> Path:
     """Write :func:`build_credit_timeseries` to a PNG at ``path``; returns the path."""
     return save_png(build_credit_timeseries(times_s, credits, queue_depth, buffer_credits, label,
-                                            queue_unit), path)
+                                            queue_unit, slots), path)

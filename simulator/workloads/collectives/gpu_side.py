@@ -29,10 +29,23 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numpy as np
+
 from simulator.hardware.gpu_side import ArchitectureSide, CollectiveLibrary, load_gpu_side
 from simulator.topology.fabric import Fabric
 
 P2P_OPS = frozenset({"alltoall", "sendrecv"})
+
+
+@dataclass(frozen=True, slots=True)
+class SlotTimeline:
+    """One channel's FIFO towards one peer over time: slots filled and not yet freed."""
+
+    times_s: np.ndarray
+    in_use: np.ndarray
+    """Slots the sender has filled and not yet had back (0..``steps``) from each time on."""
+    steps: int
+    slot_bytes: int
 """Ops NCCL runs on its p2p channels."""
 
 
@@ -107,6 +120,35 @@ class GpuSide:
         if not cta:
             return 0.0
         return min(cta, self.slot_loop_Bps(op, protocol_efficiency, hop_s, route_s))
+
+    def slot_timeline(self, nbytes: float, send_Bps: float, handoff_s: float, route_s: float) -> SlotTimeline:
+        """The FIFO credit loop of one channel streaming ``nbytes`` to one peer, slot by slot.
+
+        Slot use i (slot i mod steps) may start filling once the previous fill ended and use
+        i - steps has been freed (the head pointer, seen by the sender one route + handoff after the
+        receiver freed it); the receiver consumes it after the tail flag arrives (route + handoff)
+        and its previous slot is done, at the CTA rate. ``send_Bps``: the rate the sender fills at
+        (its share of the links, at most the CTA rate)."""
+        lib = self.library
+        slot = lib.slot_B()
+        consume_Bps = self.channel_Bps("all_reduce") or send_Bps
+        n = max(1, int(-(-nbytes // slot)))
+        fill_end = np.zeros(n)
+        freed_seen = np.zeros(n)
+        events: list[tuple[float, int]] = []
+        consume_end = 0.0
+        t = 0.0
+        for i in range(n):
+            size = min(slot, nbytes - i * slot)
+            start = max(t, freed_seen[i - lib.steps] if i >= lib.steps else 0.0)
+            t = fill_end[i] = start + size / send_Bps
+            consume_end = max(fill_end[i] + route_s + handoff_s, consume_end) + size / consume_Bps
+            freed_seen[i] = consume_end + route_s + handoff_s
+            events += [(start, 1), (freed_seen[i], -1)]
+        events.sort()
+        times = np.array([0.0] + [e[0] for e in events])
+        in_use = np.concatenate(([0], np.cumsum([e[1] for e in events])))
+        return SlotTimeline(times, in_use, lib.steps, slot)
 
     # -- latency -----------------------------------------------------------------------------
     @property
