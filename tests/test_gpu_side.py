@@ -149,3 +149,23 @@ def test_nvls_needs_more_than_two_gpus(h200):
 
     with pytest.raises(InputError, match="more than 2 GPUs"):
         build_collective(h200, h200.gpus[:2], "all_reduce", GIB, "nvls", "Simple")
+
+
+def test_nvls_at_large_rank_counts_is_paced_by_its_staging_copies():
+    """NVLS stages data through its buffers: each rank copies S in and out with its NVLS channels'
+    copy warps, so busbw -> 2(n-1)/n x NVLS channels x CTA copy rate once that is below the links."""
+    f = build_fabric("topologies/gb200_nvl72.yaml")
+    bw = sweep(f, SweepSpec(op="all_reduce", gpus=72, sizes=(8 * GIB,), algo="nvls", engine="flow"))[0]
+    side = load_gpu_side().architecture("blackwell")
+    n = 72
+    assert bw["channels"] == side.nvls_channels
+    closed = 2 * (n - 1) / n * side.nvls_channels * side.channel_copy_Bps / 1e9
+    assert bw["busbw_GBps"] == pytest.approx(closed, rel=0.02)
+
+
+def test_nvls_on_few_gpus_stays_link_bound(h200):
+    """4 Hopper GPUs: the staging copies (16 channels x 15.3 GB/s) outrun the links, so NVLS sits at
+    its link bound 2(n-1)/(n+1) x the per-GPU payload rate both ways loaded x NVLS efficiency."""
+    bw = sweep(h200, SweepSpec(op="all_reduce", gpus=4, sizes=(8 * GIB,), algo="nvls", engine="flow"))[0]
+    per_gpu = 18 * 25.0 * 0.878 / 1.116 * 0.85
+    assert bw["busbw_GBps"] == pytest.approx(2 * 3 / 5 * per_gpu, rel=0.02)

@@ -96,6 +96,7 @@ class _RouteTable:
         self.hops = np.add.reduceat(real, starts)
         # links, plus the forwarding latency of every node entered except the destination
         self.latency_s = np.add.reduceat(link, starts) + np.add.reduceat(forward, starts) - forward[last]
+        self.latency_s[self.hops == 0] = 0.0  # a route of its rate limit alone (a paced local copy)
 
     def _uses(self, fabric: Fabric) -> None:
         """Per route, every capacity it uses and how much per byte (CSR ``use_*``): each channel
@@ -149,12 +150,14 @@ def _plan(fabric: Fabric, workload: Workload, table: _RouteTable) -> tuple[list[
             keys.append(None)
             continue
         limit = ()
-        if t.rate_Bps and t.src != t.dst:
+        if t.rate_Bps:
             limit = (n_real + len(limits),)
             limits.append(t.rate_Bps)
         key = (t.src, t.dst, t.paths, limit)
         keys.append(key)
-        if key not in route_ids:
+        if t.src == t.dst and limit:  # a local copy at the pace of its CTAs: the limit is its route
+            route_ids[key] = [table.intern(limit)]
+        elif key not in route_ids:
             routes = t.paths if t.paths is not None else equal_cost_routes(fabric, t.src, t.dst)
             if not routes:
                 raise SimulationError(f"transfer {t.id} ({t.src}->{t.dst}) has no route")
@@ -167,6 +170,9 @@ def _plan(fabric: Fabric, workload: Workload, table: _RouteTable) -> tuple[list[
             plans[key] = _LOCAL
             continue
         ids = np.array(rids, dtype=np.int64)
+        if not table.hops[ids].any():  # a paced local copy: no link, no latency
+            plans[key] = _Plan(ids, np.ones(1), 0.0, 0.0)
+            continue
         rates = table.rate_Bps[ids]
         shares = rates / rates.sum()
         keep = shares > 0

@@ -342,7 +342,7 @@ class PacketNetwork:
         ``_pace`` in units of ``PACE_PACKETS``; this settles the last unit, which leaves at link
         rate, as the fluid model does)."""
         t = self.workload.transfers[tid]
-        if t.rate_Bps and t.src != t.dst:
+        if t.rate_Bps and t.bytes:
             paced = float(self.start_s[tid]) + t.bytes / t.rate_Bps
             if paced > now:
                 delay = paced - now

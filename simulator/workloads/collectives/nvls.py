@@ -8,6 +8,15 @@ all_reduce (S per rank), per switch plane s carrying the fraction f_s of each GP
 so each GPU link carries S(1 + 1/n) each way, against 2(n-1)/n S for a ring. reduce_scatter is
 the reduce half, all_gather the multicast half (S = whole array). Wire bytes include the
 generation's NVLS efficiency (protocol parts), on top of the protocol's.
+
+The GPU side: without user-buffer registration (nccl-tests' default) NCCL stages data through its
+NVLS buffers: each NVLS channel's CTA has scatter warps copying the user input into the buffer and
+gather warps copying the result out, concurrently with the reduce warps' multimem loads and stores.
+Each rank therefore copies S in (all_reduce, reduce_scatter; S/n for all_gather) and S out
+(all_reduce, all_gather; S/n for reduce_scatter) at the NVLS channels' copy rate: one local
+transfer per GPU paced at ``nvls channels x per-CTA copy rate`` (parts/gpu_side.yaml), running
+beside the link transfers. At large rank counts this, not the links, sets NVLS's pace:
+busbw -> 2(n-1)/n x channels x CTA copy rate.
 """
 
 from __future__ import annotations
@@ -73,6 +82,7 @@ def build(spec: CollectiveSpec, dag: DagBuilder) -> None:
     up_m, down_m = (1.0 / n, 1.0) if multicast else (0.0, 0.0)
     phases = int(reduce) + int(multicast)
     base = spec.base_s()
+    _staging(dag, spec, base, reduce, multicast)
     for sw in switches:
         members = [g for g in spec.gpus if sw in by_gpu[g]]
         if spec.granularity == "steady":
@@ -84,6 +94,20 @@ def build(spec: CollectiveSpec, dag: DagBuilder) -> None:
                         dag.add(src, dst, spec.wire(f * share, eff), (), delay, None, f"nvls.{sw}.{kind}")
             continue
         _chunked(dag, spec, sw, members, by_gpu, eff, (up_r, down_r, up_m, down_m), base)
+
+
+def _staging(dag: DagBuilder, spec: CollectiveSpec, base: float, reduce: bool, multicast: bool) -> None:
+    """Each GPU's copies into and out of the NVLS buffer, by its NVLS channels' copy warps (in and
+    out run concurrently, so the larger of the two streams sets the time)."""
+    side = spec.side
+    if side is None or side.arch is None:
+        return
+    n, S = spec.n, spec.nbytes
+    copy_in = S if reduce else S / n
+    copy_out = S if multicast else S / n
+    rate = spec.channels * side.channel_Bps("all_gather")  # a copy, whatever the op
+    for g in spec.gpus:
+        dag.add(g, g, int(round(max(copy_in, copy_out))), (), base, None, "nvls.staging", rate)
 
 
 def _chunked(dag, spec, sw, members, by_gpu, eff, shares, base) -> None:

@@ -92,6 +92,9 @@ def _spread(fabric: Fabric, src: str, dst: str, paths) -> _Spread:
     if cached is not None:
         return cached
     routes = paths if paths is not None else equal_cost_routes(fabric, src, dst)
+    if not any(routes):  # a local copy: no channel crossed
+        spread = fabric.route_cache[key] = _Spread(np.zeros(0, dtype=np.int64), np.zeros(0), 0.0)
+        return spread
     rates = np.array([route_rate_Bps(fabric, r) for r in routes])
     shares = rates / rates.sum()
     channels = np.array([c for r in routes for c in r], dtype=np.int64)
