@@ -102,25 +102,24 @@ class _RouteTable:
         """Per route, every capacity it uses and how much per byte (CSR ``use_*``): each channel
         it crosses (1), the reverse direction of each link it crosses (``reverse_overhead``:
         responses and credits) and its rate limit, if any (1)."""
-        chans = fabric.channels
-        n_real = len(chans)
-        reverse = {}
-        for c in chans:
-            if c.reverse_overhead and c.id not in reverse:
-                reverse[c.id] = fabric.reverse(c).id
-        use_ptr, use_channel, use_coef = [0], [], []
-        for route in self.routes:
-            for cid in route:
-                use_channel.append(cid)
-                use_coef.append(1.0)
-                if cid < n_real and cid in reverse:
-                    use_channel.append(reverse[cid])
-                    use_coef.append(chans[cid].reverse_overhead)
-            use_ptr.append(len(use_channel))
-        self.use_ptr = np.array(use_ptr, dtype=np.int64)
-        self.use_channel = np.array(use_channel, dtype=np.int64)
-        self.use_coef = np.array(use_coef)
-        self.use_length = np.diff(self.use_ptr)
+        n_real = len(fabric.channels)
+        overhead = np.array([c.reverse_overhead for c in fabric.channels] + [0.0])
+        reverse = np.array(fabric.reverse_ids() + [-1], dtype=np.int64)
+        ch = self.channels
+        real = np.where(ch < n_real, ch, n_real)  # limit channels look up the dummy last entry
+        extra = (overhead[real] > 0) & (reverse[real] >= 0)
+        per_entry = 1 + extra.astype(np.int64)
+        first = np.cumsum(per_entry) - per_entry  # where each entry's forward use goes
+        total = int(per_entry.sum())
+        self.use_channel = np.empty(total, dtype=np.int64)
+        self.use_coef = np.ones(total)
+        self.use_channel[first] = ch
+        self.use_channel[first[extra] + 1] = reverse[real[extra]]
+        self.use_coef[first[extra] + 1] = overhead[real[extra]]
+        entry_route = np.repeat(np.arange(len(self.routes)), self.length)
+        self.use_length = np.bincount(entry_route, weights=per_entry, minlength=len(self.routes)).astype(np.int64)
+        self.use_ptr = np.zeros(len(self.routes) + 1, dtype=np.int64)
+        np.cumsum(self.use_length, out=self.use_ptr[1:])
 
     def entries(self, rids: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(entry -> index in ``rids``, entry -> channel, entry -> bytes used per byte) for the
@@ -165,13 +164,15 @@ def _plan(fabric: Fabric, workload: Workload, table: _RouteTable) -> tuple[list[
     limits_Bps = np.array(limits, dtype=float)
     table.freeze(fabric, limits_Bps)
     plans: dict[tuple, _Plan] = {}
+    latency, hops = table.latency_s.tolist(), table.hops.tolist()
+    one = np.ones(1)
     for key, rids in route_ids.items():
         if rids is None:
             plans[key] = _LOCAL
             continue
         ids = np.array(rids, dtype=np.int64)
-        if not table.hops[ids].any():  # a paced local copy: no link, no latency
-            plans[key] = _Plan(ids, np.ones(1), 0.0, 0.0)
+        if len(rids) == 1:  # one route (a paced local copy has no hop and no latency)
+            plans[key] = _Plan(ids, one, float(latency[rids[0]]), float(hops[rids[0]]))
             continue
         rates = table.rate_Bps[ids]
         shares = rates / rates.sum()
@@ -188,17 +189,21 @@ def channel_capacity_Bps(fabric: Fabric) -> np.ndarray:
     receiver waits ``return_delay_s`` and the credit crosses back (reverse L); the buffer sustains
     ``buffer / loop``. The packet engine simulates the same loop packet by packet (plus one packet's
     serialization per hop, ``credit_loop_rtt_s``)."""
+    key = ("flow.channel_capacity",)
+    cached = fabric.route_cache.get(key)
+    if cached is not None:
+        return cached
     out = np.empty(len(fabric.channels))
     has_out = {c.src for c in fabric.channels}
+    rev = fabric.reverse_ids()
     for c in fabric.channels:
         node = fabric.nodes[c.dst]
         forward = node.latency_s if node.kind != "gpu" and c.dst in has_out else 0.0
-        try:
-            back = fabric.reverse(c).latency_s
-        except KeyError:
-            back = c.latency_s
+        back = fabric.channels[rev[c.id]].latency_s if rev[c.id] >= 0 else c.latency_s
         loop = c.latency_s + forward + c.credit.return_delay_s + back
         out[c.id] = min(c.rate_Bps, c.credit.buffer_bytes / loop) if loop > 0 else c.rate_Bps
+    out.flags.writeable = False
+    fabric.route_cache[key] = out
     return out
 
 

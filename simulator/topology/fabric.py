@@ -135,11 +135,25 @@ class Fabric:
         return sorted((d["ch"] for _, _, d in self.graph.out_edges(node, data=True)), key=lambda c: c.id)
 
     def reverse(self, ch: Channel) -> Channel:
-        """The other direction of the same physical link."""
-        for other in self.graph[ch.dst][ch.src].values():
-            if other["ch"].link == ch.link:
-                return other["ch"]
-        raise KeyError(f"channel {ch.id} has no reverse direction")
+        """The other direction of the same physical link (KeyError if the link has one direction)."""
+        rid = self.reverse_ids()[ch.id]
+        if rid < 0:
+            raise KeyError(f"channel {ch.id} has no reverse direction")
+        return self.channels[rid]
+
+    def reverse_ids(self) -> list[int]:
+        """Channel id -> id of the other direction of its link (-1 if none); computed once."""
+        key = ("fabric.reverse_ids",)
+        ids = self.route_cache.get(key)
+        if ids is None:
+            by_link: dict[int, list[Channel]] = {}
+            for c in self.channels:
+                by_link.setdefault(c.link, []).append(c)
+            ids = [-1] * len(self.channels)
+            for c in self.channels:
+                ids[c.id] = next((o.id for o in by_link[c.link] if o.src == c.dst and o.dst == c.src), -1)
+            self.route_cache[key] = ids
+        return ids
 
     @property
     def n_links(self) -> int:
