@@ -169,3 +169,13 @@ def test_nvls_on_few_gpus_stays_link_bound(h200):
     bw = sweep(h200, SweepSpec(op="all_reduce", gpus=4, sizes=(8 * GIB,), algo="nvls", engine="flow"))[0]
     per_gpu = 18 * 25.0 * 0.878 / 1.116 * 0.85
     assert bw["busbw_GBps"] == pytest.approx(2 * 3 / 5 * per_gpu, rel=0.02)
+
+
+def test_broadcast_reaches_the_one_way_rate(h200):
+    """Measured on 2x H200: NCCL broadcast (one direction) reaches the one-way copy rate (395 GB/s)
+    at large sizes: its relay CTAs do less memory work per link byte than all_gather's."""
+    row = _busbw(h200, "broadcast", GIB)
+    assert row["busbw_GBps"] == pytest.approx(395, rel=0.01)
+    lib = load_gpu_side().library
+    one = _busbw(h200, "broadcast", GIB, channels=1)["busbw_GBps"]
+    assert one == pytest.approx(15.3 * lib.copy_work["all_gather"] / lib.copy_work["broadcast"], rel=0.02)

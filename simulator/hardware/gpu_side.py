@@ -40,6 +40,8 @@ class CollectiveLibrary(Part):
     """Protocol -> bytes per thread below which NCCL drops a channel (Ring LL: x nranks)."""
     nvls_chunk_B: int = Field(gt=0)
     """NVLS chunk (NCCL_NVLS_CHUNKSIZE)."""
+    copy_work: dict[str, int]
+    """Copy op -> memory operations its CTA issues per link byte (all_gather is the measured one)."""
 
     def slot_B(self) -> int:
         """Bytes of one FIFO slot (Simple): NCCL_BUFFSIZE / NCCL_STEPS."""
@@ -71,9 +73,14 @@ class ArchitectureSide(Part):
     copy_launch_s: Seconds = Field(ge=0)
     """Copy-engine (DMA) launch before the first byte moves (s)."""
 
-    def channel_Bps(self, op: str) -> float:
-        """Per-CTA wire rate for ``op``: reduce ops reduce, every other op copies."""
-        return self.channel_reduce_Bps if op in REDUCE_OPS else self.channel_copy_Bps
+    def channel_Bps(self, op: str, copy_work: dict[str, int] | None = None) -> float:
+        """Per-CTA wire rate for ``op``: reduce ops reduce; copy ops copy at the measured all_gather
+        rate scaled by how much less memory work per link byte their primitives do
+        (``CollectiveLibrary.copy_work``)."""
+        if op in REDUCE_OPS:
+            return self.channel_reduce_Bps
+        work = copy_work or {}
+        return self.channel_copy_Bps * work.get("all_gather", 1) / work.get(op, work.get("all_gather", 1))
 
 
 REDUCE_OPS = frozenset({"all_reduce", "reduce_scatter", "reduce"})

@@ -99,7 +99,7 @@ class GpuSide:
     # -- rates -------------------------------------------------------------------------------
     def channel_Bps(self, op: str) -> float:
         """Wire bytes/s one CTA drives for ``op`` (0: no limit)."""
-        return 0.0 if self.arch is None else self.arch.channel_Bps(op)
+        return 0.0 if self.arch is None else self.arch.channel_Bps(op, self.library.copy_work)
 
     def slot_loop_Bps(self, op: str, protocol_efficiency: float, hop_s: float, route_s: float) -> float:
         """Most wire bytes/s one channel's FIFO credit loop lets through between two ranks:
