@@ -172,14 +172,16 @@ def run_scenario(scenario: ScenarioModel, topologies: list[Path],
     packet = PacketConfig(seed=scenario.seed, **({"packet_bytes": scenario.packet_bytes}
                                                   if scenario.packet_bytes else {}))
     fabrics = [build_fabric(topo) for topo in topologies]
-    engines = {id(item): _common_engine(fabrics, item, scenario) for item in scenario.workloads}
+    prebuilt: dict[tuple[int, int], dict] = {}
+    """(fabric index, item id) -> workloads built while choosing the engine, reused by the sweep."""
+    engines = {id(item): _common_engine(fabrics, item, scenario, prebuilt) for item in scenario.workloads}
     systems = []
-    for topo, fabric in zip(topologies, fabrics):
+    for index, (topo, fabric) in enumerate(zip(topologies, fabrics)):
         system = SystemResult(topology=str(topo), name=fabric.name, power_W={
             "total": sum(fabric.static_power_W.values()), **fabric.static_power_W}, inventory=inventory(fabric))
         for item in scenario.workloads:
             one = scenario.model_copy(update={"engine": engines[id(item)]})
-            for row in _item_rows(fabric, item, one, packet, observer):
+            for row in _item_rows(fabric, item, one, packet, observer, prebuilt.get((index, id(item)))):
                 system.rows.append(row)
                 if on_row:
                     on_row(fabric.name, row)
@@ -187,7 +189,7 @@ def run_scenario(scenario: ScenarioModel, topologies: list[Path],
     return systems
 
 
-def _common_engine(fabrics: list[Fabric], item, scenario: ScenarioModel) -> str:
+def _common_engine(fabrics: list[Fabric], item, scenario: ScenarioModel, prebuilt: dict) -> str:
     """One engine for ``item`` on every system of a comparison: the scenario's, or for ``auto`` the
     packet engine only if every system's largest run of the item fits its budget (a comparison
     never sets packet-engine rows beside flow-engine rows). Attention items compared across
@@ -196,21 +198,23 @@ def _common_engine(fabrics: list[Fabric], item, scenario: ScenarioModel) -> str:
         return scenario.engine
     if not isinstance(item, (CollectiveItem, CopyItem)):
         return "flow"
-    for fabric in fabrics:
+    engine = "packet"
+    for index, fabric in enumerate(fabrics):
         spec = SweepSpec(op=item.op, gpus=item.gpus or len(fabric.gpus), sizes=tuple(size_list(item.sizes)),
                          algo=getattr(item, "algo", "auto"), protocol=getattr(item, "protocol", "auto"),
                          channels=getattr(item, "channels", None), packet_bytes=scenario.packet_bytes)
-        if sweep_engine(fabric, spec) != "packet":
-            return "flow"
-    return "packet"
+        built = prebuilt[(index, id(item))] = {}
+        if sweep_engine(fabric, spec, built) != "packet":
+            engine = "flow"
+    return engine
 
 
 def _item_rows(fabric: Fabric, item, scenario: ScenarioModel, packet: PacketConfig,
-               observer: EngineObserver | None) -> list[dict]:
+               observer: EngineObserver | None, built: dict | None = None) -> list[dict]:
     if isinstance(item, (CollectiveItem, CopyItem)):
         spec = SweepSpec(op=item.op, gpus=item.gpus or len(fabric.gpus), sizes=tuple(size_list(item.sizes)),
                          algo=getattr(item, "algo", "auto"), protocol=getattr(item, "protocol", "auto"),
                          channels=getattr(item, "channels", None), engine=scenario.engine, packet_bytes=scenario.packet_bytes, seed=scenario.seed)
         return [{"workload": item.name, "kind": item.kind, "op": item.op, **row}
-                for row in sweep(fabric, spec, observer=observer)]
+                for row in sweep(fabric, spec, observer=observer, built=built)]
     return [attention_row(fabric, item, scenario.engine, packet, observer)]

@@ -138,12 +138,14 @@ def sweep_engine(fabric: Fabric, spec: SweepSpec, built: dict[int, Workload] | N
 
 def sweep(fabric: Fabric, spec: SweepSpec, on_row: Callable[[dict], None] | None = None,
           observer: EngineObserver | None = None,
-          on_result: Callable[[Workload, RunResult], None] | None = None) -> list[dict]:
+          on_result: Callable[[Workload, RunResult], None] | None = None,
+          built: dict[int, Workload] | None = None) -> list[dict]:
     """One row per size, in size order; ``on_row`` is called after each (progress bars),
     ``on_result`` with the raw run (plots that need per-channel data). ``engine="auto"`` picks one
     engine for the whole sweep, by its largest size, so rows of one sweep never mix engines."""
     rows = []
-    built: dict[int, Workload] = {}
+    built = built if built is not None else {}
+    """Workloads already built for some sizes (by ``sweep_engine``), used once each."""
     if spec.engine == "auto" and spec.sizes:
         spec = replace(spec, engine=sweep_engine(fabric, spec, built))
     for nbytes in spec.sizes:
