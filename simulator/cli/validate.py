@@ -13,6 +13,7 @@ from rich.table import Table
 from simulator.cli.common import EngineOpt, load_fabric, report_console
 from simulator.errors import InputError
 from simulator.reports.validation import DEFAULT_FILE, DEFAULT_THRESHOLD_PCT
+from simulator.reports.nccl_table import how
 
 if TYPE_CHECKING:
     from simulator.reports.nccl_tests_validation import Summary
@@ -99,10 +100,10 @@ def register(app: typer.Typer) -> None:
 def _table(rows: list[dict], threshold: float) -> Table:
     table = Table(title=f"Validation against published figures (pass: |error| <= {threshold:g}%)",
                   title_justify="left", title_style="bold")
-    for col in ("entry", "metric", "algo/proto/engine", "predicted", "published", "error %", "ok"):
-        table.add_column(col, justify="left" if col in ("entry", "metric", "algo/proto/engine") else "right")
+    for col in ("entry", "metric", "algo/proto/ch/engine", "predicted", "published", "error %", "ok"):
+        table.add_column(col, justify="left" if col in ("entry", "metric", "algo/proto/ch/engine") else "right")
     for r in rows:
-        table.add_row(r["name"], r["metric"], f"{r['algo']}/{r['protocol']}/{r['engine']}",
+        table.add_row(r["name"], r["metric"], how(r),
                       f"{r['predicted']:.1f}", f"{r['published']:.1f}", f"{r['error_pct']:+.1f}",
                       "yes" if r["passed"] else "[red]NO[/red]")
     return table
@@ -182,14 +183,14 @@ def _log_table(run: NcclTestsRun, rows: list[dict], system: str, in_place: bool)
              f"measured ({'in-place' if in_place else 'out-of-place'} columns) vs fabricsim on {system}")
     table = Table(title=title, title_justify="left", title_style="bold")
     for col in ("size", "time meas (us)", "time pred (us)", "time err %", "busbw meas (GB/s)",
-                "busbw pred (GB/s)", "busbw err %", "algo/proto/engine"):
-        table.add_column(col, justify="left" if col == "algo/proto/engine" else "right")
+                "busbw pred (GB/s)", "busbw err %", "algo/proto/ch/engine"):
+        table.add_column(col, justify="left" if col == "algo/proto/ch/engine" else "right")
     for r in rows:
         busbw_err = f"{r['busbw_error_pct']:+.1f}" if r["busbw_error_pct"] is not None else "-"
         table.add_row(format_bytes(r["bytes"]), _time(r["measured_time_us"]), _time(r["predicted_time_us"]),
                       f"{r['time_error_pct']:+.1f}", f"{r['measured_busbw_GBps']:.2f}",
                       f"{r['predicted_busbw_GBps']:.2f}", busbw_err,
-                      f"{r['algo']}/{r['protocol']}/{r['engine']}")
+                      how(r))
     return table
 
 

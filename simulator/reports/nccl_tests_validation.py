@@ -136,7 +136,8 @@ def compare_run(fabric: Fabric, run: NcclTestsRun, *, gpus: int | None = None, a
                "time_error_pct": time_error,
                "measured_busbw_GBps": measured.busbw_GBps, "predicted_busbw_GBps": predicted["busbw_GBps"],
                "busbw_error_pct": busbw_error,
-               "algo": predicted["algo"], "protocol": predicted["protocol"], "engine": predicted["engine"]}
+               "algo": predicted["algo"], "protocol": predicted["protocol"], "engine": predicted["engine"],
+               "channels": predicted.get("channels")}
         if threshold_pct is not None:
             judged = busbw_error if busbw_error is not None else time_error
             row["passed"] = abs(judged) <= threshold_pct

@@ -13,6 +13,7 @@ from typing import Sequence
 from rich.console import Console
 from rich.table import Table
 
+from simulator.reports.nccl_table import how
 from simulator.reports.scenario_run import SystemResult
 from simulator.units import format_bytes
 
@@ -46,8 +47,8 @@ def _sweep_table(name: str, kind: str, per_system: dict[str, list[dict]], refere
     """Rows by size then system; ``x ref`` = time / time of the reference system at that size."""
     table = Table(title=f"{name} ({kind})", title_justify="left", title_style="bold")
     for col in ("size", "system", "time (us)", "x ref", "algbw (GB/s)", "busbw (GB/s)", "p99 pkt (us)",
-                "algo/proto/engine", "busiest link", "energy (J)", "avg W"):
-        table.add_column(col, justify="left" if col in ("system", "algo/proto/engine", "busiest link") else "right")
+                "algo/proto/ch/engine", "busiest link", "energy (J)", "avg W"):
+        table.add_column(col, justify="left" if col in ("system", "algo/proto/ch/engine", "busiest link") else "right")
     ref_time = {r["bytes"]: r["time_us"] for r in per_system.get(reference, [])}
     sizes = sorted({r["bytes"] for rows in per_system.values() for r in rows})
     for size in sizes:
@@ -56,7 +57,7 @@ def _sweep_table(name: str, kind: str, per_system: dict[str, list[dict]], refere
                 ratio = r["time_us"] / ref_time[size] if ref_time.get(size) else None
                 table.add_row(format_bytes(size), system, _fmt(r["time_us"]), _fmt(ratio), _fmt(r["algbw_GBps"]),
                               _fmt(r["busbw_GBps"]), _fmt(r.get("p99_latency_us")),
-                              f"{r.get('algo')}/{r.get('protocol')}/{r.get('engine')}",
+                              how(r),
                               _fmt(r.get("busiest_link")), _fmt(r.get("energy_J"), ".3g"),
                               _fmt(r.get("avg_power_W"), ",.0f"))
     return table

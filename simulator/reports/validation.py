@@ -83,7 +83,7 @@ def predict(entries: list[Entry], root: Path, threshold_pct: float = DEFAULT_THR
         predicted = float(measured[entry.metric])
         error = 100.0 * (predicted - entry.published) / entry.published
         rows.append({"name": entry.name, "topology": entry.topology, "op": entry.op, "gpus": entry.gpus,
-                     "bytes": nbytes, "metric": entry.metric, "algo": measured["algo"],
+                     "bytes": nbytes, "metric": entry.metric, "algo": measured["algo"], "channels": measured.get("channels"),
                      "protocol": measured["protocol"], "engine": measured["engine"], "predicted": predicted,
                      "published": entry.published, "error_pct": error,
                      "passed": abs(error) <= threshold_pct, "source": entry.source})
