@@ -60,7 +60,15 @@ def test_round_robin_pointer_rotates():
     rr = make_arbiter("round_robin")
     reqs = [R(1), R(5), R(9)]
     assert [rr.pick(reqs).rank for _ in range(4)] == [1, 5, 9, 1]
-    assert set(ARBITERS) == {"round_robin", "islip", "oldest_first", "fixed_priority", "weighted_rr"}
+    # iSLIP is a matching allocator now (allocators/), not a per-output arbiter
+    assert set(ARBITERS) == {"round_robin", "oldest_first", "fixed_priority", "weighted_rr"}
+
+
+def test_allocator_registry_matches_the_topology_contract():
+    from simulator.engine.packet.allocators import ALLOCATORS
+    from simulator.topology.fabric import ALLOCATOR_NAMES
+
+    assert set(ALLOCATORS) == set(ALLOCATOR_NAMES) and set(ARBITERS) <= set(ALLOCATORS)
 
 
 def _hol(voq: bool) -> float:

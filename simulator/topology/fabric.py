@@ -24,6 +24,34 @@ NodeKind = Literal["gpu", "switch", "nic", "pcie_switch", "host"]
 """``switch`` covers NVSwitch chips and InfiniBand/Ethernet switches; ``host`` is a CPU/root complex."""
 
 
+AllocatorName = Literal["round_robin", "islip", "pim", "oldest_first", "fixed_priority", "weighted_rr",
+                        "wavefront"]
+"""Switch scheduling algorithms a topology may name; the packet engine's ``allocators.ALLOCATORS``
+implements exactly these (a test checks that the two agree)."""
+ALLOCATOR_NAMES: tuple[str, ...] = AllocatorName.__args__  # type: ignore[attr-defined]
+CrossbarMode = Literal["auto", "output", "matching"]
+"""``output``: each output arbitrates alone the moment it frees (no cell times); ``matching``: a
+per-switch scheduler matches inputs to outputs every cell time (request, grant, accept);
+``auto``: matching when the allocator exists only as a matcher (islip, pim, wavefront)."""
+
+
+@dataclass(frozen=True, slots=True)
+class SwitchScheduling:
+    """How one switch moves packets from inputs to outputs; ``None`` fields take the run's default
+    (``PacketConfig``). Written in a topology file under a switch device's ``scheduling:``."""
+
+    arbiter: AllocatorName | None = None
+    crossbar: CrossbarMode | None = None
+    iterations: int | None = None
+    """Request-grant-accept rounds per cell time (matching crossbar)."""
+    speedup: float | None = None
+    """Crossbar speedup S: the matching runs S times per cell time of the fastest port."""
+    queueing: Literal["voq", "fifo"] | None = None
+    """Input buffers: virtual output queues, or one FIFO per VC (head-of-line blocking)."""
+    output_queue_packets: int | None = None
+    """Matching crossbar: packets each output queue (per VC) holds after the crossbar."""
+
+
 @dataclass(frozen=True, slots=True)
 class Node:
     """One device in the graph."""
@@ -42,6 +70,8 @@ class Node:
     """True for switches that can reduce in the switch (NVLS/SHARP multimem)."""
     static_power_W: float = 0.0
     """Power this device's interconnect logic draws whether or not traffic flows (switch chips, NIC)."""
+    scheduling: SwitchScheduling | None = None
+    """Switches: the topology's choice of crossbar scheduling (None: the run's defaults)."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,0 +1,157 @@
+"""The matching crossbar of one switch: every cell time, request -> grant -> accept, then the matched
+packets cross into output queues.
+
+Time is cut into slots of one *cell time* (a full packet on the switch's fastest port) divided by
+the speedup S, so S matchings happen per cell time. At the start of a slot:
+
+1. **Request.** Every input asks each output for which one of its VOQs holds a packet that is
+   ready (its head arrived and the switch latency passed) and whose output queue has room (the
+   output queue is credited towards the crossbar). An input with several VCs for one output offers
+   the one that has waited longest.
+2. **Grant / accept**, ``iterations`` rounds, by the switch's ``Allocator`` (iSLIP, PIM, ...):
+   each unmatched output grants one requesting unmatched input, each input accepts one grant.
+3. **Cross.** Each matched VOQ moves its head into the output queue. The packet leaves its input
+   buffer when its tail has crossed (one slot later, or when the tail arrives if later), which is
+   when its credits start back upstream (``InputBuffer.leave``). The output port serializes from
+   its output queues at the link rate, gated by the link's credits as on every hop.
+
+The scheduler is event-driven but gives the matchings of a slotted switch: it ticks only while some
+VOQ has a packet, always on the slot grid, and wakes at the first slot after a packet becomes ready
+or an output queue frees. A switch with nothing waiting costs no events.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import TYPE_CHECKING, Sequence
+
+import numpy as np
+
+from simulator.engine.packet.allocators import ALLOCATORS
+from simulator.engine.packet.packet import Wake
+from simulator.engine.packet.switch import Endpoint, OutputQueue, VirtualOutputQueue
+
+if TYPE_CHECKING:
+    from simulator.engine.packet.events import EventQueue
+    from simulator.engine.packet.link import OutputPort
+
+EPS_S = 1e-15
+"""Time tolerance (s), as in ``link``: sums of the same delays in another order differ by rounding."""
+GRID_TOL = 1e-9
+"""Relative tolerance when rounding a time up to the slot grid (a time within a billionth of a
+slot after a boundary belongs to that boundary)."""
+
+
+class CrossbarScheduler:
+    """Request-grant-accept matching of one switch, one matching per slot."""
+
+    def __init__(self, name: str, in_cids: Sequence[int], weights: Sequence[int], ports: Sequence["OutputPort"], *,
+                 arbiter: str, iterations: int, slot_s: float, output_queue_packets: int,
+                 rng: np.random.Generator, events: "EventQueue") -> None:
+        self.name = name
+        self.ports = list(ports)
+        """Output ports of the switch; index = output number."""
+        self.inputs = {cid: i for i, cid in enumerate(in_cids)}
+        """Input channel id -> input number."""
+        self.outputs = {p.cid: j for j, p in enumerate(ports)}
+        """Output channel id -> output number."""
+        self.voqs: list[list[VirtualOutputQueue]] = [[] for _ in in_cids]
+        """Per input: its VOQs (every VC of every output it has used)."""
+        self.oqs: dict[tuple[int, int], OutputQueue] = {}
+        """(output, VC) -> output queue."""
+        self.allocator = ALLOCATORS[arbiter](len(in_cids), len(ports), rng, weights)
+        """Weights: per input, from ``PacketConfig.arbiter_weights`` (weighted_rr, fixed_priority)."""
+        self.iterations = iterations
+        self.slot_s = slot_s
+        """Length of one matching slot: cell time / speedup (s)."""
+        self.capacity = output_queue_packets
+        self.events = events
+        self.next_k = math.inf
+        """Slot number of the tick already scheduled (inf: none)."""
+        self.last_k = -1
+        """Slot number of the last tick run (one matching per slot)."""
+        self.endpoint = Endpoint()
+        self.slots = 0
+        """Slots in which a matching was computed (statistics)."""
+        self.matched = 0
+        """Packets moved through the crossbar (statistics)."""
+
+    # -- wiring ---------------------------------------------------------------------------------
+    def add_voq(self, q: VirtualOutputQueue) -> None:
+        """Register a new VOQ of one of this switch's inputs (called by ``InputBuffer.voq_for``)."""
+        out = self.outputs[q.nxt]
+        oq = self.oqs.get((out, q.vc))
+        if oq is None:
+            oq = self.oqs[(out, q.vc)] = OutputQueue(self, q.vc, self.capacity, self.endpoint)
+            self.ports[out].add_requester(oq)
+        q.out, q.oq = out, oq
+        self.voqs[self.inputs[q.inbuf.cid]].append(q)
+
+    def held(self) -> int:
+        """Packets in the output queues (crossed, not yet sent)."""
+        return sum(len(oq) for oq in self.oqs.values())
+
+    # -- timing ---------------------------------------------------------------------------------
+    def poke(self, t: float) -> None:
+        """Make sure a matching runs at the first slot boundary at or after ``t`` (not twice in one slot)."""
+        k = math.ceil(t / self.slot_s - GRID_TOL)
+        if k <= self.last_k:
+            k = self.last_k + 1
+        if k < self.next_k:
+            self.next_k = k
+            self.events.push(k * self.slot_s, Wake(self.tick, k))
+
+    def tick(self, ev: Wake) -> None:
+        """One slot: collect requests, match, cross. ``ev.at`` is the slot number."""
+        if ev.at != self.next_k:
+            return  # superseded by an earlier tick
+        self.next_k = math.inf
+        self.last_k = ev.at
+        now = self.events.now
+        soon = now + EPS_S
+        requests: dict[int, list[int]] = {}
+        age: dict[tuple[int, int], float] = {}
+        offer: dict[tuple[int, int], VirtualOutputQueue] = {}
+        later = math.inf
+        for i, voqs in enumerate(self.voqs):
+            for q in voqs:
+                p = q.head
+                if p is None:
+                    continue
+                if p.t_ready > soon:
+                    later = min(later, p.t_ready)
+                    continue
+                if q.oq.free <= 0:
+                    q.oq.blocked = True
+                    continue
+                key = (i, q.out)
+                best = offer.get(key)
+                if best is None:
+                    requests.setdefault(q.out, []).append(i)
+                elif p.t_ready >= best.head.t_ready:
+                    continue
+                offer[key] = q
+                age[key] = p.t_inject
+        if requests:
+            self.slots += 1
+            for i, out in self.allocator.match(requests, age, self.iterations).items():
+                self._cross(offer[(i, out)], now)
+            self.poke(now + self.slot_s)
+        if later < math.inf:
+            self.poke(later)
+
+    def _cross(self, q: VirtualOutputQueue, now: float) -> None:
+        """Move ``q``'s head through the crossbar into its output queue."""
+        p = q.pop()
+        q.grants += 1
+        self.matched += 1
+        t_free = now + self.slot_s
+        if t_free < p.t_tail:
+            t_free = p.t_tail  # cut-through: the tail cannot leave before it has arrived
+        q.inbuf.leave(p, t_free)
+        p.queue_s += now - p.t_ready
+        p.t_ready = now  # from here on it waits in the output queue
+        oq = q.oq
+        oq.push(p)
+        oq.free -= 1
+        self.ports[q.out].kick()
