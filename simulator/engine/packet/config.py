@@ -6,7 +6,7 @@ inside the engine the values are read as typed attributes, never by string key.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Literal, Mapping
 
 from simulator.errors import InputError
@@ -103,6 +103,17 @@ class PacketConfig:
             raise bad("output_queue_packets", f"must be >= 1, got {self.output_queue_packets}")
         if self.watchdog_interval_s is not None and self.watchdog_interval_s <= 0:
             raise bad("watchdog_interval_s", f"must be > 0, got {self.watchdog_interval_s}")
+
+    def with_switch(self, defaults: SwitchScheduling | None) -> "PacketConfig":
+        """This config with the non-None fields of ``defaults`` as the run's switch defaults
+        (``bench`` flags; a topology's own ``scheduling`` still wins for its switches)."""
+        if defaults is None:
+            return self
+        changes: dict = {k: getattr(defaults, k) for k in ("arbiter", "crossbar", "iterations", "speedup",
+                                                          "output_queue_packets") if getattr(defaults, k) is not None}
+        if defaults.queueing is not None:
+            changes["voq"] = defaults.queueing == "voq"
+        return replace(self, **changes)
 
     def switch_setup(self, node: Node) -> "SwitchSetup":
         """The resolved scheduling of ``node``: ``arbiters`` override, then the topology's

@@ -37,9 +37,12 @@ if TYPE_CHECKING:
 
 EPS_S = 1e-15
 """Time tolerance (s), as in ``link``: sums of the same delays in another order differ by rounding."""
-GRID_TOL = 1e-9
-"""Relative tolerance when rounding a time up to the slot grid (a time within a billionth of a
-slot after a boundary belongs to that boundary)."""
+SNAP = 1e-6
+"""Slot fraction: a time within a millionth of a slot after a boundary belongs to that boundary
+(sums of the same delays in another order differ by float rounding)."""
+LATE = 1e-9
+"""Slot fraction: a slot's matching runs this long after its boundary, so that every packet that
+arrives *at* the boundary (up to rounding, or later in that instant's event order) takes part."""
 
 
 class CrossbarScheduler:
@@ -94,12 +97,15 @@ class CrossbarScheduler:
     # -- timing ---------------------------------------------------------------------------------
     def poke(self, t: float) -> None:
         """Make sure a matching runs at the first slot boundary at or after ``t`` (not twice in one slot)."""
-        k = math.ceil(t / self.slot_s - GRID_TOL)
+        self._at(math.ceil(t / self.slot_s - SNAP))
+
+    def _at(self, k: int) -> None:
+        """Make sure a matching runs in slot ``k`` (or the next slot not yet matched)."""
         if k <= self.last_k:
             k = self.last_k + 1
         if k < self.next_k:
             self.next_k = k
-            self.events.push(k * self.slot_s, Wake(self.tick, k))
+            self.events.push((k + LATE) * self.slot_s, Wake(self.tick, k))
 
     def tick(self, ev: Wake) -> None:
         """One slot: collect requests, match, cross. ``ev.at`` is the slot number."""
@@ -136,7 +142,7 @@ class CrossbarScheduler:
             self.slots += 1
             for i, out in self.allocator.match(requests, age, self.iterations).items():
                 self._cross(offer[(i, out)], now)
-            self.poke(now + self.slot_s)
+            self._at(ev.at + 1)
         if later < math.inf:
             self.poke(later)
 

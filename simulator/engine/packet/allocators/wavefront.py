@@ -1,7 +1,9 @@
 """Wavefront allocator (Tamir and Chi 1993; BookSim2 ``wavefront.cpp``): one pass over the
 request matrix diagonal by diagonal, starting at a priority diagonal that rotates every cell time;
 each cell (input, output) on a diagonal is matched if it requests and both are still free. Gives a
-maximal matching in one pass; ``iterations`` is ignored."""
+maximal matching in one pass; ``iterations`` is ignored. Not fair when many inputs want one output:
+the input just after an idle one on the rotating diagonal wins more often (the design's known
+trade of fairness for a single-pass maximal match)."""
 
 from __future__ import annotations
 
