@@ -18,7 +18,7 @@ from typing import Any, Iterator
 class EventQueue:
     """Time-ordered events of one run (times in simulated seconds)."""
 
-    __slots__ = ("heap", "now", "ids")
+    __slots__ = ("heap", "now", "ids", "stopped")
 
     def __init__(self) -> None:
         self.heap: list[tuple[float, int, Any]] = []
@@ -27,6 +27,8 @@ class EventQueue:
         """Time of the event being processed (s)."""
         self.ids: Iterator[int] = count()
         """Sequence numbers: one per event pushed (or reserved)."""
+        self.stopped = False
+        """Set by ``stop``: ``run`` returns after the current event."""
 
     def push(self, t: float, event: Any) -> None:
         """Schedule ``event`` at time ``t`` (s), after every event already scheduled at ``t``."""
@@ -46,6 +48,21 @@ class EventQueue:
         t, _, event = heappop(self.heap)
         self.now = t
         return event
+
+    def run(self) -> None:
+        """Process events in time order until none is left or ``stop`` was called: pop, advance
+        ``now``, call the event's callbacks with the event."""
+        heap = self.heap
+        self.stopped = False
+        while heap and not self.stopped:
+            t, _, event = heappop(heap)
+            self.now = t
+            for callback in event.callbacks:
+                callback(event)
+
+    def stop(self) -> None:
+        """End ``run`` after the current event."""
+        self.stopped = True
 
     def __len__(self) -> int:
         """Events pending."""

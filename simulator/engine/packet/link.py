@@ -4,8 +4,8 @@ The sender port serializes one packet at a time at the channel rate, holds the c
 receiver's buffer, and arbitrates among the requesters that want the channel (switch input VOQs,
 a matching switch's output queues, local injection). How one packet moves, top to bottom:
 
-1. ``kick``: the channel is free; among requesters whose head fits the credits (``need``: a
-   packet's VC and credit cost, one definition) the arbiter picks one.
+1. ``kick``: the channel is free; among requesters whose head fits the credits (a packet's VC
+   is ``vc_at[hop]``, its credits ``cost(wire)``) the arbiter picks one.
 2. ``_send``: take the credits, serialize, let the packet leave its input buffer (which frees the
    space upstream, ``InputBuffer.leave``), and schedule its arrival at the next node (or account its
    delivery with the ``DeliveryLedger``).
@@ -167,11 +167,6 @@ class OutputPort:
         advance = (wire - self.max_bytes) * self.spb if wire > self.max_bytes else 0.0
         return (k if k < self.max_k else self.max_k), advance
 
-    def need(self, p: Packet) -> tuple[int, int]:
-        """(VC, credits) ``p`` needs to be sent on this channel."""
-        w = p.wire
-        return self.vc_at[p.hop + 1], (self.full_k if w == self.full_wire else self.cost(w)[0])
-
     def release(self, t_free: float, vc: int, wire: int) -> None:
         """The receiver frees the space of a ``wire``-byte packet of ``vc`` at ``t_free`` (its tail
         left or was delivered): the credits go back after ``ret_lag`` (maybe batched).
@@ -182,8 +177,13 @@ class OutputPort:
         when the buffer covers the credit loop (real NVLink/IB buffers do) and is optimistic by up
         to wire/buffer when it does not: study credit loops with packets smaller than the buffer.
         """
-        k, advance = self.cost(wire)
-        k = self.batcher.free(vc, k)
+        if wire == self.full_wire:  # cost(wire), precomputed for full packets
+            k, advance = self.full_k, self.full_advance
+        else:
+            k, advance = self.cost(wire)
+        batcher = self.batcher
+        if batcher.batch != 1:
+            k = batcher.free(vc, k)
         if k:
             t = t_free - advance + self.ret_lag
             now = self.events.now
@@ -233,9 +233,12 @@ class OutputPort:
         rets = self.rets
         if rets and rets[0][0] <= soon:
             self._absorb(soon)
+        # requesters whose head may go now: its input's crossbar read is free and its credits fit
         fits = self.credits.fits
-        need = self.need
+        vc_at = self.vc_at
+        full_wire, full_k = self.full_wire, self.full_k
         chosen = None
+        chosen_vc = chosen_k = 0
         cands = None
         xbar_next = INF
         starved = False
@@ -248,27 +251,28 @@ class OutputPort:
                 if xbar < xbar_next:
                     xbar_next = xbar
                 continue
-            vc, k = need(p)
+            # the packet's VC on this channel and its credits (``cost``; full packets precomputed)
+            vc = vc_at[p.hop + 1]
+            w = p.wire
+            k = full_k if w == full_wire else self.cost(w)[0]
             if not fits(vc, k):
                 starved = True
             elif chosen is None:
-                chosen = (r, vc, k)
-            else:
+                chosen, chosen_vc, chosen_k = r, vc, k
+            else:  # a second candidate: the arbiter will decide
                 if cands is None:
-                    cands = [chosen[0]]
-                cands.append(r)
+                    cands = {chosen: (chosen_vc, chosen_k)}
+                cands[r] = (vc, k)
         if chosen is None:
             if xbar_next < INF:
                 self.wake(xbar_next)
             if starved:
                 self._stall(now)
             return
-        if cands is None:
-            r, vc, k = chosen
-        else:
-            r = self.arbiter.pick(cands)
-            vc, k = need(r.head)
-        self._send(r, vc, k, now)
+        if cands is not None:
+            chosen = self.arbiter.pick(list(cands))
+            chosen_vc, chosen_k = cands[chosen]
+        self._send(chosen, chosen_vc, chosen_k, now)
 
     def _stall(self, now: float) -> None:
         self.blocked = True

@@ -228,6 +228,7 @@ class PacketNetwork:
                 self._release(d)
         if self.n_done == self.n_transfers:
             self.done = True
+            self.events.stop()
 
     # -- running --------------------------------------------------------------------------------
     def packets_held(self) -> int:
@@ -250,11 +251,8 @@ class PacketNetwork:
         if not self.workload.transfers:
             self.done = True
         events = self.events
-        pop = events.pop
-        while events.heap and not self.done:
-            ev = pop()
-            for cb in ev.callbacks:
-                cb(ev)
+        if not self.done:
+            events.run()
         ledger = self.ledger
         if self.eager and not self.done and ledger.last_delivery_s > events.now:
             events.now = ledger.last_delivery_s  # stuck run: the observed path's clock ran to the last landing

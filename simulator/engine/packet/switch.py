@@ -123,14 +123,6 @@ class InputBuffer:
                 self.sched.add_voq(q)
         return q
 
-    def _request(self, q: VirtualOutputQueue) -> None:
-        """``q`` has a new head: ask whoever decides (the output port, or the scheduler)."""
-        sched = self.sched
-        if sched is None:
-            self.ports[q.nxt].kick()
-        else:
-            sched.poke(self.events.now)
-
     def arrive(self, p: Packet) -> None:
         """``p`` may leave this node: queue it for its next channel and request that output."""
         hop = p.hop + 1
@@ -146,7 +138,11 @@ class InputBuffer:
         q.push(p)
         if self.obs is not None:
             self.obs.queue(self.cid, self.events.now, self.held)
-        self._request(q)
+        # a new head: ask whoever decides, the output port now or the scheduler at the next slot
+        if self.sched is None:
+            self.ports[q.nxt].kick()
+        else:
+            self.sched.poke(self.events.now)
 
     def leave(self, p: Packet, t_free: float) -> None:
         """``p`` (arrived on this channel, popped from its VOQ) leaves the buffer: its space frees at
