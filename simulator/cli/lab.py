@@ -14,6 +14,7 @@ from rich import box
 from rich.console import Console
 from rich.table import Table
 
+from simulator.cli.common import ArbiterOpt, CrossbarOpt, IterationsOpt, switch_flags
 from simulator.errors import InputError
 
 lab_app = typer.Typer(help="Teaching labs: the credit loop, switch arbitration, head-of-line blocking, "
@@ -141,13 +142,19 @@ def hol(
     speedup: Annotated[float, typer.Option(help="Crossbar speedup of the switch.")] = 2.0,
     generation: GenerationOpt = "nvlink5",
     seed: Annotated[int, typer.Option(help="Seed of the hot packets' random times.")] = 0,
+    arbiter: ArbiterOpt = None,
+    crossbar: CrossbarOpt = None,
+    iterations: IterationsOpt = None,
     as_json: JsonOpt = False,
     plot: PlotOpt = None,
 ) -> None:
     """Head-of-line blocking with and without VOQs; static vs shared credit pools under incast."""
     from simulator.workloads.labs.hol import explain_hol, hol_lab
 
-    result = hol_lab(n_incast=incast, hot_load=hot_load, generation=generation, speedup=speedup, seed=seed)
+    flags = switch_flags(arbiter, crossbar, iterations, speedup, None)
+    result = hol_lab(n_incast=incast, hot_load=hot_load, generation=generation, speedup=speedup, seed=seed,
+                     arbiter=flags.arbiter or "round_robin", crossbar=flags.crossbar or "auto",
+                     iterations=flags.iterations or 1)
     if plot:
         from simulator.reports.plots.lab_hol import lab_hol
 
