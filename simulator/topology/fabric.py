@@ -50,6 +50,8 @@ class SwitchScheduling:
     """Input buffers: virtual output queues, or one FIFO per VC (head-of-line blocking)."""
     output_queue_packets: int | None = None
     """Matching crossbar: packets each output queue (per VC) holds after the crossbar."""
+    shared_buffer: bool | None = None
+    """Matching crossbar: output queues share one pool (a shared-memory switch)."""
 
 
 @dataclass(frozen=True, slots=True)

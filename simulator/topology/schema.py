@@ -103,6 +103,8 @@ class SchedulingSpec(_Model):
     """Input buffers: virtual output queues, or one FIFO per VC (head-of-line blocking)."""
     output_queue_packets: int | None = Field(default=None, ge=1)
     """Matching crossbar: packets each output queue (per VC) holds after the crossbar."""
+    shared_buffer: bool | None = None
+    """Matching crossbar: all output queues share one pool of output_queue_packets x outputs (a shared-memory switch)."""
 
 
 class DeviceSpec(_Model):

@@ -24,6 +24,7 @@ class SwitchSetup:
     speedup: float
     voq: bool
     output_queue_packets: int
+    shared_buffer: bool
 
 
 @dataclass(frozen=True)
@@ -63,6 +64,9 @@ class PacketConfig:
     matches an input to an output only while its queue has room (the queue is credited towards the
     crossbar). Assumption: a few packets, enough to keep the link busy at speedup 1 and to absorb
     bursts at speedup > 1; raise it to approach ideal output queueing."""
+    shared_buffer: bool = False
+    """Matching crossbar: all output queues of a switch share one pool of (output_queue_packets x
+    outputs) packets (a shared-memory switch) instead of owning output_queue_packets each."""
     vcs: int = 1
     """Virtual channels per link; a packet uses VC min(hop, vcs-1) (distance classes: with vcs >= the
     longest route, credit dependencies cannot form a cycle)."""
@@ -110,7 +114,8 @@ class PacketConfig:
         if defaults is None:
             return self
         changes: dict = {k: getattr(defaults, k) for k in ("arbiter", "crossbar", "iterations", "speedup",
-                                                          "output_queue_packets") if getattr(defaults, k) is not None}
+                                                          "output_queue_packets", "shared_buffer")
+                                if getattr(defaults, k) is not None}
         if defaults.queueing is not None:
             changes["voq"] = defaults.queueing == "voq"
         return replace(self, **changes)
@@ -133,7 +138,8 @@ class PacketConfig:
         return SwitchSetup(arbiter=arbiter, matching=crossbar == "matching",
                            iterations=topo.iterations or self.iterations,
                            speedup=topo.speedup or self.speedup, voq=queueing == "voq",
-                           output_queue_packets=topo.output_queue_packets or self.output_queue_packets)
+                           output_queue_packets=topo.output_queue_packets or self.output_queue_packets,
+                           shared_buffer=self.shared_buffer if topo.shared_buffer is None else topo.shared_buffer)
 
     @property
     def wire_bytes(self) -> int:

@@ -143,7 +143,7 @@ class PacketNetwork:
             name, [ch.id for ch in ins], [weights.get(ch.src, 1) for ch in ins], outs,
             arbiter=setup.arbiter, iterations=setup.iterations,
             slot_s=self.config.wire_bytes * fastest / setup.speedup,
-            output_queue_packets=setup.output_queue_packets,
+            output_queue_packets=setup.output_queue_packets, shared_buffer=setup.shared_buffer,
             rng=np.random.default_rng((self.config.seed, k + 1)), events=self.events)
 
     def _build_transfers(self) -> None:

@@ -6,7 +6,8 @@ the speedup S, so S matchings happen per cell time. At the start of a slot:
 
 1. **Request.** Every input asks each output for which one of its VOQs holds a packet that is
    ready (its head arrived and the switch latency passed) and whose output queue has room (the
-   output queue is credited towards the crossbar). An input with several VCs for one output offers
+   output queue is credited towards the crossbar; with ``shared_buffer`` all output queues of the
+   switch draw on one pool, a shared-memory switch). An input with several VCs for one output offers
    the one that has waited longest.
 2. **Grant / accept**, ``iterations`` rounds, by the switch's ``Allocator`` (iSLIP, PIM, ...):
    each unmatched output grants one requesting unmatched input, each input accepts one grant.
@@ -29,7 +30,7 @@ import numpy as np
 
 from simulator.engine.packet.allocators import ALLOCATORS
 from simulator.engine.packet.packet import Wake
-from simulator.engine.packet.switch import Endpoint, OutputQueue, VirtualOutputQueue
+from simulator.engine.packet.switch import BufferPool, Endpoint, OutputQueue, VirtualOutputQueue
 
 if TYPE_CHECKING:
     from simulator.engine.packet.events import EventQueue
@@ -50,7 +51,7 @@ class CrossbarScheduler:
 
     def __init__(self, name: str, in_cids: Sequence[int], weights: Sequence[int], ports: Sequence["OutputPort"], *,
                  arbiter: str, iterations: int, slot_s: float, output_queue_packets: int,
-                 rng: np.random.Generator, events: "EventQueue") -> None:
+                 shared_buffer: bool, rng: np.random.Generator, events: "EventQueue") -> None:
         self.name = name
         self.ports = list(ports)
         """Output ports of the switch; index = output number."""
@@ -68,6 +69,9 @@ class CrossbarScheduler:
         self.slot_s = slot_s
         """Length of one matching slot: cell time / speedup (s)."""
         self.capacity = output_queue_packets
+        """Packets per output queue (dedicated), or per output (shared)."""
+        self.shared = BufferPool(output_queue_packets * len(ports)) if shared_buffer else None
+        """Shared-memory switch: the one pool of every output queue (output_queue_packets x outputs)."""
         self.events = events
         self.next_k = math.inf
         """Slot number of the tick already scheduled (inf: none)."""
@@ -85,7 +89,8 @@ class CrossbarScheduler:
         out = self.outputs[q.nxt]
         oq = self.oqs.get((out, q.vc))
         if oq is None:
-            oq = self.oqs[(out, q.vc)] = OutputQueue(self, q.vc, self.capacity, self.endpoint)
+            pool = self.shared or BufferPool(self.capacity)
+            oq = self.oqs[(out, q.vc)] = OutputQueue(self, q.vc, pool, self.endpoint)
             self.ports[out].add_requester(oq)
         q.out, q.oq = out, oq
         self.voqs[self.inputs[q.inbuf.cid]].append(q)
@@ -127,8 +132,9 @@ class CrossbarScheduler:
                 if p.t_ready > soon:
                     later = min(later, p.t_ready)
                     continue
-                if q.oq.free <= 0:
-                    q.oq.blocked = True
+                pool = q.oq.pool
+                if pool.free <= 0:
+                    pool.blocked = True
                     continue
                 key = (i, q.out)
                 best = offer.get(key)
@@ -159,5 +165,5 @@ class CrossbarScheduler:
         p.t_ready = now  # from here on it waits in the output queue
         oq = q.oq
         oq.push(p)
-        oq.free -= 1
+        oq.pool.free -= 1
         self.ports[q.out].kick()

@@ -166,19 +166,32 @@ class InputBuffer:
                     self.sched.poke(self.events.now)
 
 
+class BufferPool:
+    """Packet slots of output queues: one pool per output queue (dedicated buffers), or one per
+    switch shared by all its output queues (a shared-memory switch)."""
+
+    __slots__ = ("free", "blocked")
+
+    def __init__(self, packets: int) -> None:
+        self.free = packets
+        """Packets that still fit."""
+        self.blocked = False
+        """A request was withheld because the pool was full (a freed slot pokes the scheduler)."""
+
+
 class OutputQueue:
     """Matching crossbar: packets of one VC that crossed the switch and wait for their output link.
 
-    The requester the output port sees (rank = VC). It holds ``capacity`` packets; the scheduler
-    matches an input to this output only while there is room (the queue is credited towards the
-    crossbar). A slot frees when the port starts sending the packet (it moves to the serializer).
+    The requester the output port sees (rank = VC). The scheduler matches an input to this output
+    only while the queue's ``pool`` has room (the queue is credited towards the crossbar). A slot
+    frees when the port starts sending the packet (it moves to the serializer).
     """
 
-    __slots__ = ("q", "head", "inbuf", "rank", "weight", "grants", "name", "free", "sched", "blocked")
+    __slots__ = ("q", "head", "inbuf", "rank", "weight", "grants", "name", "pool", "sched")
     crossed = True
     """Packets here already left their input buffer (credits upstream are on their way back)."""
 
-    def __init__(self, sched: "CrossbarScheduler", vc: int, capacity: int, inbuf) -> None:
+    def __init__(self, sched: "CrossbarScheduler", vc: int, pool: BufferPool, inbuf) -> None:
         self.q: deque[Packet] = deque()
         self.head: Packet | None = None
         self.inbuf = inbuf
@@ -187,20 +200,18 @@ class OutputQueue:
         self.weight = 1
         self.grants = 0
         self.name = f"vc{vc}"
-        self.free = capacity
-        """Packets that still fit."""
+        self.pool = pool
         self.sched = sched
-        self.blocked = False
-        """A request was withheld because the queue was full (free a slot -> poke the scheduler)."""
 
     push = VirtualOutputQueue.push
     pop = VirtualOutputQueue.pop
 
     def sent(self, now: float) -> None:
         """The port took the head: one slot frees; a withheld request may now be matched."""
-        self.free += 1
-        if self.blocked:
-            self.blocked = False
+        pool = self.pool
+        pool.free += 1
+        if pool.blocked:
+            pool.blocked = False
             self.sched.poke(now)
 
     def __len__(self) -> int:

@@ -71,14 +71,20 @@ class Design:
     arbiter: str
     iterations: int = 1
     speedup: float = 1.0
-    """Crossbar speedup; 0 stands for N with unbounded output queues (output queueing)."""
+    """Crossbar speedup; 0 stands for N."""
+    output_queue_packets: int | None = None
+    """Output queue per output (cells); None: unbounded at speedup N (output queueing), else the
+    engine's default."""
+    shared_buffer: bool = False
+    """Output queues share one pool (shared-memory switch)."""
 
     def config(self, n: int, seed: int) -> PacketConfig:
         speedup = float(n) if self.speedup == 0 else self.speedup
-        oq = 1 << 30 if self.speedup == 0 else 4  # output queueing: no backpressure into the crossbar
+        oq = self.output_queue_packets or (1 << 30 if self.speedup == 0 else PacketConfig.output_queue_packets)
         return PacketConfig(packet_bytes=CELL_BYTES, switching="store_and_forward", crossbar="matching",
                             arbiter=self.arbiter, iterations=self.iterations, voq=self.voq,
-                            speedup=speedup, output_queue_packets=oq, seed=seed)
+                            speedup=speedup, output_queue_packets=oq, shared_buffer=self.shared_buffer,
+                            seed=seed)
 
     def published(self, n: int) -> tuple[float | None, str]:
         """Published saturation throughput for N ports and its source (None: none)."""
