@@ -61,6 +61,8 @@ class CrossbarScheduler:
         """Output channel id -> output number."""
         self.voqs: list[list[VirtualOutputQueue]] = [[] for _ in in_cids]
         """Per input: its VOQs (every VC of every output it has used)."""
+        self.waiting: dict[VirtualOutputQueue, int] = {}
+        """VOQs holding packets -> their input number (what a slot scans; a big idle switch costs little)."""
         self.oqs: dict[tuple[int, int], OutputQueue] = {}
         """(output, VC) -> output queue."""
         self.allocator = ALLOCATORS[arbiter](len(in_cids), len(ports), rng, weights)
@@ -95,6 +97,11 @@ class CrossbarScheduler:
         q.out, q.oq = out, oq
         self.voqs[self.inputs[q.inbuf.cid]].append(q)
 
+    def request(self, q: VirtualOutputQueue, now: float) -> None:
+        """``q`` has a (new) head: it takes part in the matchings from the next slot on."""
+        self.waiting[q] = self.inputs[q.inbuf.cid]
+        self.poke(now)
+
     def held(self) -> int:
         """Packets in the output queues (crossed, not yet sent)."""
         return sum(len(oq) for oq in self.oqs.values())
@@ -124,28 +131,27 @@ class CrossbarScheduler:
         age: dict[tuple[int, int], float] = {}
         offer: dict[tuple[int, int], VirtualOutputQueue] = {}
         later = math.inf
-        for i, voqs in enumerate(self.voqs):
-            for q in voqs:
-                p = q.head
-                if p is None:
-                    continue
-                if p.t_ready > soon:
-                    later = min(later, p.t_ready)
-                    continue
-                pool = q.oq.pool
-                if pool.free <= 0:
-                    pool.blocked = True
-                    continue
-                key = (i, q.out)
-                best = offer.get(key)
-                if best is None:
-                    requests.setdefault(q.out, []).append(i)
-                elif p.t_ready >= best.head.t_ready:
-                    continue
-                offer[key] = q
-                age[key] = p.t_inject
+        for q, i in self.waiting.items():
+            p = q.head
+            if p.t_ready > soon:
+                later = min(later, p.t_ready)
+                continue
+            pool = q.oq.pool
+            if pool.free <= 0:
+                pool.blocked = True
+                continue
+            key = (i, q.out)
+            best = offer.get(key)
+            if best is None:
+                requests.setdefault(q.out, []).append(i)
+            elif p.t_ready >= best.head.t_ready:
+                continue
+            offer[key] = q
+            age[key] = p.t_inject
         if requests:
             self.slots += 1
+            for inputs in requests.values():
+                inputs.sort()
             for i, out in self.allocator.match(requests, age, self.iterations).items():
                 self._cross(offer[(i, out)], now)
             self._at(ev.at + 1)
@@ -155,6 +161,8 @@ class CrossbarScheduler:
     def _cross(self, q: VirtualOutputQueue, now: float) -> None:
         """Move ``q``'s head through the crossbar into its output queue."""
         p = q.pop()
+        if q.head is None:
+            del self.waiting[q]
         q.grants += 1
         self.matched += 1
         t_free = now + self.slot_s

@@ -138,11 +138,11 @@ class InputBuffer:
         q.push(p)
         if self.obs is not None:
             self.obs.queue(self.cid, self.events.now, self.held)
-        # a new head: ask whoever decides, the output port now or the scheduler at the next slot
+        # ask whoever decides: the output port now, or the scheduler at the next slot
         if self.sched is None:
             self.ports[q.nxt].kick()
         else:
-            self.sched.poke(self.events.now)
+            self.sched.request(q, self.events.now)
 
     def leave(self, p: Packet, t_free: float) -> None:
         """``p`` (arrived on this channel, popped from its VOQ) leaves the buffer: its space frees at
@@ -163,7 +163,7 @@ class InputBuffer:
                 if self.sched is None:
                     self.ports[q.nxt].wake(self.events.now)
                 else:
-                    self.sched.poke(self.events.now)
+                    self.sched.request(q, self.events.now)
 
 
 class BufferPool:
