@@ -195,3 +195,17 @@ def test_matching_crossbar_zero_load_latency_adds_at_most_one_slot():
     ser = PACKET / 50e9
     ideal = hops * lat + (hops - 1) * sw + ser
     assert ideal <= res.makespan_s <= ideal + (hops - 1) * ser * (1 + 1e-6)
+
+
+@pytest.mark.parametrize("shared", [False, True])
+def test_matching_crossbar_keeps_vcs_deadlock_free(shared):
+    """A ring that deadlocks without VCs runs to completion with distance-class VCs through the
+    matching crossbar, also when the output queues share one pool (each queue keeps a slot of its own)."""
+    from engine_helpers import ring_pinned
+
+    n, hops = 6, 4
+    fabric = synthetic.ring(n, credit=synthetic.default_credit(buffer_bytes=16 * PACKET, credit_bytes=256))
+    res = run_packet(fabric, ring_pinned(fabric, n, hops, PACKET * 40),
+                     PacketConfig(packet_bytes=PACKET, vcs=hops + 2, arbiter="islip", crossbar="matching",
+                                  output_queue_packets=1, shared_buffer=shared))
+    assert all(res.invariants.values())

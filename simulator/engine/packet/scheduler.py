@@ -72,8 +72,9 @@ class CrossbarScheduler:
         """Length of one matching slot: cell time / speedup (s)."""
         self.capacity = output_queue_packets
         """Packets per output queue (dedicated), or per output (shared)."""
-        self.shared = BufferPool(output_queue_packets * len(ports)) if shared_buffer else None
-        """Shared-memory switch: the one pool of every output queue (output_queue_packets x outputs)."""
+        self.shared = BufferPool((output_queue_packets - 1) * len(ports)) if shared_buffer else None
+        """Shared-memory switch: the pool every output queue draws on beyond its own slot (so
+        output_queue_packets x outputs packets in all when one VC per output is in use)."""
         self.events = events
         self.next_k = math.inf
         """Slot number of the tick already scheduled (inf: none)."""
@@ -91,7 +92,7 @@ class CrossbarScheduler:
         out = self.outputs[q.nxt]
         oq = self.oqs.get((out, q.vc))
         if oq is None:
-            pool = self.shared or BufferPool(self.capacity)
+            pool = self.shared or BufferPool(self.capacity - 1)
             oq = self.oqs[(out, q.vc)] = OutputQueue(self, q.vc, pool, self.endpoint)
             self.ports[out].add_requester(oq)
         q.out, q.oq = out, oq
@@ -136,9 +137,8 @@ class CrossbarScheduler:
             if p.t_ready > soon:
                 later = min(later, p.t_ready)
                 continue
-            pool = q.oq.pool
-            if pool.free <= 0:
-                pool.blocked = True
+            if not q.oq.has_room():
+                q.oq.pool.blocked = True
                 continue
             key = (i, q.out)
             best = offer.get(key)
@@ -171,7 +171,5 @@ class CrossbarScheduler:
         q.inbuf.leave(p, t_free)
         p.queue_s += now - p.t_ready
         p.t_ready = now  # from here on it waits in the output queue
-        oq = q.oq
-        oq.push(p)
-        oq.pool.free -= 1
+        q.oq.add(p)
         self.ports[q.out].kick()

@@ -167,8 +167,10 @@ class InputBuffer:
 
 
 class BufferPool:
-    """Packet slots of output queues: one pool per output queue (dedicated buffers), or one per
-    switch shared by all its output queues (a shared-memory switch)."""
+    """Packet slots of output queues beyond the one slot each queue keeps for itself: one pool per
+    output queue (dedicated buffers), or one per switch shared by all its output queues (a
+    shared-memory switch). The own slot means an empty queue can always take a packet, so one VC
+    filling a shared pool can never stop another VC (VCs stay deadlock-free)."""
 
     __slots__ = ("free", "blocked")
 
@@ -206,10 +208,21 @@ class OutputQueue:
     push = VirtualOutputQueue.push
     pop = VirtualOutputQueue.pop
 
+    def has_room(self) -> bool:
+        """True if the crossbar may deliver one more packet: the queue's own slot is free, or its pool has one."""
+        return not self.q or self.pool.free > 0
+
+    def add(self, p: Packet) -> None:
+        """A packet crossed into the queue (takes the own slot, or one of the pool)."""
+        if self.q:
+            self.pool.free -= 1
+        self.push(p)
+
     def sent(self, now: float) -> None:
-        """The port took the head: one slot frees; a withheld request may now be matched."""
+        """The port took the head: its slot frees; a withheld request may now be matched."""
         pool = self.pool
-        pool.free += 1
+        if self.q:  # more than one packet was queued: a pool slot frees
+            pool.free += 1
         if pool.blocked:
             pool.blocked = False
             self.sched.poke(now)
