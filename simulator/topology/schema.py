@@ -104,7 +104,7 @@ class SchedulingSpec(_Model):
     output_queue_packets: int | None = Field(default=None, ge=1)
     """Matching crossbar: packets each output queue (per VC) holds after the crossbar."""
     shared_buffer: bool | None = None
-    """Matching crossbar: all output queues share one pool of output_queue_packets x outputs (a shared-memory switch)."""
+    """Matching crossbar: output queues keep one slot each and share the rest, (output_queue_packets - 1) x outputs (a shared-memory switch)."""
 
 
 class DeviceSpec(_Model):

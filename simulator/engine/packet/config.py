@@ -65,8 +65,9 @@ class PacketConfig:
     crossbar). Assumption: a few packets, enough to keep the link busy at speedup 1 and to absorb
     bursts at speedup > 1; raise it to approach ideal output queueing."""
     shared_buffer: bool = False
-    """Matching crossbar: all output queues of a switch share one pool of (output_queue_packets x
-    outputs) packets (a shared-memory switch) instead of owning output_queue_packets each."""
+    """Matching crossbar: each output queue keeps one packet slot of its own and all queues of the
+    switch share a pool of (output_queue_packets - 1) x outputs more (a shared-memory switch),
+    instead of owning output_queue_packets each. The own slot keeps VCs deadlock-free."""
     vcs: int = 1
     """Virtual channels per link; a packet uses VC min(hop, vcs-1) (distance classes: with vcs >= the
     longest route, credit dependencies cannot form a cycle)."""
@@ -77,6 +78,10 @@ class PacketConfig:
     seed: int = 0
     watchdog_interval_s: float | None = None
     """No-progress time that declares a deadlock while packets are in flight. None: automatic."""
+    packet_stats: bool = True
+    """Keep every delivered packet's latency and queueing delay (``RunResult.packet_latency_s``,
+    ``queue_delay_s``): 24 B per packet. False for runs of tens of millions of packets that only
+    need timings and counters (the arrays come back empty)."""
 
     def __post_init__(self) -> None:
         from simulator.engine.packet.allocators import ALLOCATORS

@@ -22,7 +22,7 @@ class DeliveryLedger:
     """Injection and delivery accounting of one run."""
 
     def __init__(self, transfer_bytes: Sequence[int], n_packets: int, events: EventQueue,
-                 on_finish: Callable[[int, float], None], observer=None) -> None:
+                 on_finish: Callable[[int, float], None], observer=None, packet_stats: bool = True) -> None:
         n = len(transfer_bytes)
         self.events = events
         self.on_finish = on_finish
@@ -53,6 +53,8 @@ class DeliveryLedger:
         """Eager mode, per transfer: event key (time, sequence number) of its latest delivery."""
         self.last_delivery_s = -np.inf
         """Eager mode: latest delivery time accounted so far (s)."""
+        self.packet_stats = packet_stats
+        """Record per-packet latency and queueing delay (else only totals)."""
         self.deliver_cbs = (self.deliver,)
         """Callbacks of a packet event at its destination (the engine may wrap them)."""
 
@@ -76,8 +78,9 @@ class DeliveryLedger:
             self.duplicates += 1
         else:
             self.seen[seq] = 1
-        self.latency.append(t - p.t_inject)
-        self.queue_delay.append(p.queue_s)
+        if self.packet_stats:
+            self.latency.append(t - p.t_inject)
+            self.queue_delay.append(p.queue_s)
         return nbytes
 
     def deliver(self, p: Packet) -> None:
@@ -103,7 +106,8 @@ class DeliveryLedger:
         """
         seq = self.events.reserve()
         nbytes = self._account(p, t)
-        self.delivered_at.append(t)
+        if self.packet_stats:
+            self.delivered_at.append(t)
         if t > self.last_delivery_s:
             self.last_delivery_s = t
         tid = p.tid

@@ -166,7 +166,7 @@ class PacketNetwork:
         self.seq_base = base
         self.n_done = 0
         self.ledger = DeliveryLedger([t.bytes for t in transfers], total, self.events, self._finish,
-                                     self.obs)
+                                     self.obs, self.config.packet_stats)
 
     def _check_paths(self, t) -> None:
         chans = self.fabric.channels
