@@ -88,6 +88,8 @@ def test_switch_lab_bad_design_and_ports_are_exit_2():
     assert proc.returncode == 2 and proc.stderr.strip().count("\n") == 0 and "design:" in proc.stderr
     proc = _lab("switch", "--ports", "1")
     assert proc.returncode == 2 and "ports:" in proc.stderr
+    proc = _lab("switch", "--load", "1.5")
+    assert proc.returncode == 2 and "load: load is a fraction of the line rate in (0, 1], got 1.5" in proc.stderr
 
 
 def test_scheduler_figure_shows_the_engines_own_picks():

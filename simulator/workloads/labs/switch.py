@@ -212,6 +212,8 @@ def load_point(d: Design, n: int, load: float, slots: int = 2000, warmup: int = 
 def switch_lab(n: int = 8, designs: Sequence[Design] = DESIGNS, slots: int = 2000, load: float = 0.6,
                seed: int = 0) -> list[dict]:
     """One row per design: saturation throughput, VOQ fairness, delay at ``load`` (cell times)."""
+    if not 0 < load <= 1:
+        raise InputError(f"load is a fraction of the line rate in (0, 1], got {load:g}", field="load")
     rows = []
     for d in designs:
         row = saturation(d, n, slots=slots, seed=seed)
