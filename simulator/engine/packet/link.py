@@ -28,11 +28,11 @@ from simulator.engine.packet.credits import CreditBatcher, StaticCredits, credit
 from simulator.engine.packet.events import EventQueue
 from simulator.engine.packet.ledger import DeliveryLedger
 from simulator.engine.packet.packet import Packet, PortWake
+from simulator.engine.packet.switch import InputBuffer
 from simulator.topology.fabric import Channel
 
 if TYPE_CHECKING:
     from simulator.engine.packet.arbiters import Arbiter
-    from simulator.engine.packet.switch import InputBuffer
 
 EPS_S = 1e-15
 """Time tolerance (s): sums of the same delays in a different order differ by float rounding."""
@@ -102,7 +102,7 @@ class OutputPort:
         self.eager = eager
         """Account final-hop deliveries when the tail is sent (``DeliveryLedger.deliver_ahead``)
         instead of by an event when it lands (observers and fault injection need the events)."""
-        self.down: "InputBuffer | None" = None
+        self.down: InputBuffer | None = None
         """Receive buffer at the other end (set once the network has built it)."""
         self.spb = spb
         """Seconds per wire byte."""

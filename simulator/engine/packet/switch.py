@@ -22,14 +22,33 @@ Either way a packet frees its input buffer space, and so returns its credits ups
 from __future__ import annotations
 
 from collections import deque
-from typing import TYPE_CHECKING, Callable
+from typing import Callable, Protocol
 
+from simulator.engine.packet.events import EventQueue
 from simulator.engine.packet.packet import Packet
 
-if TYPE_CHECKING:
-    from simulator.engine.packet.events import EventQueue
-    from simulator.engine.packet.link import OutputPort
-    from simulator.engine.packet.scheduler import CrossbarScheduler
+
+class Port(Protocol):
+    """What the input side needs of an ``OutputPort`` (``link``; named here so that ``link`` and
+    ``scheduler`` import this module and not the other way round)."""
+
+    def release(self, t_free: float, vc: int, wire: int) -> None: ...
+
+    def kick(self) -> None: ...
+
+    def wake(self, t: float) -> None: ...
+
+    def add_requester(self, req) -> None: ...
+
+
+class Scheduler(Protocol):
+    """What the input and output queues need of a ``CrossbarScheduler`` (``scheduler``)."""
+
+    def add_voq(self, q: "VirtualOutputQueue") -> None: ...
+
+    def request(self, q: "VirtualOutputQueue", now: float) -> None: ...
+
+    def poke(self, t: float) -> None: ...
 
 
 class VirtualOutputQueue:
@@ -83,8 +102,7 @@ class InputBuffer:
                  "sched", "vc_at", "vcs", "events", "obs", "arrive_cbs")
 
     def __init__(self, cid: int, name: str, weight: int, *, fifo: bool, vc_at: list[int], vcs: int,
-                 up: "OutputPort", ports: list["OutputPort"], sched: "CrossbarScheduler | None",
-                 events: "EventQueue", obs) -> None:
+                 up: Port, ports: list[Port], sched: Scheduler | None, events: EventQueue, obs) -> None:
         self.cid = cid
         self.xbar = float("-inf")
         """Output crossbar: time the input's crossbar read is free again (s)."""
@@ -193,7 +211,7 @@ class OutputQueue:
     crossed = True
     """Packets here already left their input buffer (credits upstream are on their way back)."""
 
-    def __init__(self, sched: "CrossbarScheduler", vc: int, pool: BufferPool, inbuf) -> None:
+    def __init__(self, sched: Scheduler, vc: int, pool: BufferPool, inbuf) -> None:
         self.q: deque[Packet] = deque()
         self.head: Packet | None = None
         self.inbuf = inbuf
