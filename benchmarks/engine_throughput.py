@@ -3,7 +3,10 @@
 An 8-hop chain (``synthetic.chain(8)``: gpu0 - 7 switches - gpu1) with credit flow control on
 (credits taken per packet, returned per packet after the credit delay), 200,000 packets of 4 KiB.
 Also times a 72-GPU ring all-reduce's worth of traffic (about 150 GB in 1 MiB packets over two hops,
-GPU -> switch -> GPU) as a sanity figure for real collectives. The last line is the figure CI reads:
+GPU -> switch -> GPU) as a sanity figure for real collectives. If ns.py is importable (PyPI
+``ns-py``; not a dependency of fabricsim), the same chain runs in ns.py too (8 x (Port at the link
+rate -> Wire with the link latency), no credits) and the ratio is printed. The last line is the
+figure CI reads:
 
     packet_hops_per_s: N
 """
@@ -33,6 +36,35 @@ def chain_benchmark(packets: int) -> tuple[float, int]:
     return wall, packets * HOPS
 
 
+def nspy_chain_benchmark(packets: int) -> tuple[float, int] | None:
+    """Wall seconds and packet-hops of the same chain in ns.py (None when ns.py is not installed)."""
+    try:
+        import simpy
+        from ns.packet.dist_generator import DistPacketGenerator
+        from ns.packet.sink import PacketSink
+        from ns.port.port import Port
+        from ns.port.wire import Wire
+    except ImportError:
+        return None
+    rate_bps, latency_s = 50e9 * 8, 10e-9
+    env = simpy.Environment()
+    gap = PACKET * 8 / rate_bps
+    gen = DistPacketGenerator(env, "gpu0", lambda: gap, lambda: PACKET, flow_id=0, size=packets * PACKET)
+    sink = PacketSink(env)
+    last = gen
+    for _ in range(HOPS):
+        port = Port(env, rate_bps)
+        wire = Wire(env, lambda: latency_s)
+        last.out = port
+        port.out = wire
+        last = wire
+    last.out = sink
+    t0 = time.perf_counter()
+    env.run()
+    wall = time.perf_counter() - t0
+    return wall, sum(len(v) for v in sink.arrivals.values()) * HOPS
+
+
 def allreduce_traffic_benchmark(n_gpus: int = 72, total_bytes: float = 150e9) -> tuple[float, float]:
     """Wall seconds and simulated seconds for ``total_bytes`` of ring neighbour traffic on a star."""
     fabric = synthetic.star(n_gpus, rate_Bps=900e9 / 2)
@@ -52,8 +84,14 @@ def main() -> None:
     if not args.skip_allreduce:
         wall, sim = allreduce_traffic_benchmark()
         print(f"allreduce_150GB_1MiB_packets_wall_s: {wall:.2f} (simulated {sim * 1e3:.1f} ms)")
+    nspy = nspy_chain_benchmark(args.packets)
+    if nspy is not None:
+        ns_wall, ns_hops = nspy
+        print(f"nspy_chain{HOPS}_packet_hops_per_s: {ns_hops / ns_wall:.0f} (no credits)")
     wall, hops = chain_benchmark(args.packets)
     print(f"chain{HOPS}_packets: {args.packets}  wall_s: {wall:.2f}")
+    if nspy is not None:
+        print(f"speed_vs_nspy: {(hops / wall) / (ns_hops / ns_wall):.2f}x")
     print(f"packet_hops_per_s: {hops / wall:.0f}")
 
 

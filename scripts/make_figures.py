@@ -5,7 +5,7 @@ outside numbers are the published nccl-tests points (markers) from validation/pu
 Big sweeps use the flow engine; the credit-loop figure uses the packet engine (it needs per-packet
 credits). Runs in well under two minutes on two cores.
 
-    python scripts/make_figures.py [--out docs/img] [--only busbw,heatmap,credits,power,topology,gpu_side]
+    python scripts/make_figures.py [--out docs/img] [--only busbw,heatmap,credits,power,topology,gpu_side,scheduler]
 """
 
 from __future__ import annotations
@@ -150,9 +150,16 @@ def figure_topology(out: Path) -> list[Path]:
             topology_drawing(fabric("gb200_nvl72.yaml"), out / "topology_gb200_nvl72.png")]
 
 
+def figure_scheduler(out: Path) -> list[Path]:
+    """One iSLIP iteration on a 4 x 4 switch, from the engine's allocator (docs/model.md)."""
+    from simulator.reports.plots.scheduler_steps import scheduler_steps
+
+    return [scheduler_steps(out / "switch_scheduler.png")]
+
+
 FIGURES: dict[str, Callable[[Path], list[Path]]] = {
     "busbw": figure_busbw, "heatmap": figure_heatmap, "credits": figure_credits,
-    "power": figure_power, "topology": figure_topology,
+    "power": figure_power, "topology": figure_topology, "scheduler": figure_scheduler,
 }
 
 

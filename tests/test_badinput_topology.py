@@ -26,6 +26,8 @@ CASES = [
     ("too_many_links.yaml", 8, "has 12 nvlink ports but the links give it 18"),
     ("dangling.yaml", 6, "links[1].to: no device matches nvswitch0"),
     ("missing_parts_file.yaml", 2, "parts[0]:"),
+    ("scheduling_on_gpu.yaml", 8, "devices[2].scheduling: extra is a gpu (h100); only switches have"),
+    ("unknown_allocator.yaml", 7, "devices[1].scheduling.arbiter: Input should be 'round_robin', 'islip'"),
 ]
 
 

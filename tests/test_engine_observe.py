@@ -97,3 +97,13 @@ def test_fast_path_equals_the_event_per_delivery_path(case):
     reference = run_packet(fabric, wl, cfg, EngineObserver())
     _same_result(fast, reference)
     assert fast.bytes_delivered == wl.total_bytes
+
+
+def test_packet_stats_off_keeps_timings_and_drops_the_per_packet_arrays():
+    fabric = synthetic.star(4)
+    wl = flows(("gpu1", "gpu0", PACKET * 50), ("gpu2", "gpu0", PACKET * 50), ("gpu3", "gpu1", PACKET * 20))
+    full = run_packet(fabric, wl, PacketConfig(packet_bytes=PACKET))
+    lean = run_packet(fabric, wl, PacketConfig(packet_bytes=PACKET, packet_stats=False))
+    assert len(full.packet_latency_s) == 120 and len(lean.packet_latency_s) == len(lean.queue_delay_s) == 0
+    assert lean.makespan_s == full.makespan_s and (lean.finish_s == full.finish_s).all()
+    assert lean.events == full.events and all(lean.invariants.values())

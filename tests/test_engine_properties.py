@@ -7,7 +7,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from simulator.engine.packet import PacketConfig, run_packet
-from simulator.engine.packet.arbiters import ARBITERS
+from simulator.engine.packet.allocators import ALLOCATORS
 from simulator.topology import synthetic
 
 from engine_helpers import flows
@@ -24,9 +24,11 @@ def scenarios(draw):
                                       return_delay_s=draw(st.sampled_from([0.0, 15e-9])),
                                       batch=draw(st.sampled_from([1, 2, 4])))
     cfg = PacketConfig(packet_bytes=PACKET, header_bytes=draw(st.sampled_from([0, 16])),
-                       arbiter=draw(st.sampled_from(sorted(ARBITERS))), voq=draw(st.booleans()),
+                       arbiter=draw(st.sampled_from(sorted(ALLOCATORS))), voq=draw(st.booleans()),
                        switching=draw(st.sampled_from(["cut_through", "store_and_forward"])),
-                       speedup=draw(st.sampled_from([1.0, 2.0])), seed=draw(st.integers(0, 5)))
+                       speedup=draw(st.sampled_from([1.0, 1.5, 2.0])), seed=draw(st.integers(0, 5)),
+                       crossbar=draw(st.sampled_from(["auto", "matching"])), iterations=draw(st.integers(1, 3)),
+                       output_queue_packets=draw(st.integers(1, 3)), shared_buffer=draw(st.booleans()))
     return synthetic.star(n, credit=credit, switch_latency_s=20e-9), \
         flows(*[(f"gpu{s}", f"gpu{d}", b) for s, d, b in pairs]), cfg
 

@@ -68,3 +68,35 @@ def test_lab_figures_draw_what_the_rows_hold():
     voq = [{"voq": v, "speedup": 2.0, "free_GBps": f, "incast_GBps": 30.0, "hot_GBps": 2.0, "available_GBps": 38.0,
             "line_GBps": 40.0, "n_incast": 3} for v, f in ((False, 20.0), (True, 38.0))]
     assert len(build_lab_hol({"voq": voq, "pools": []}).axes) == 1
+
+
+def test_switch_lab_json_table_and_plot(tmp_path):
+    png = tmp_path / "switch.png"
+    proc = _lab("switch", "--json", "--ports", "2", "--slots", "300", "--design", "FIFO",
+                "--design", "VOQ + iSLIP k=1", "--plot", str(png))
+    assert proc.returncode == 0, proc.stderr
+    rows = json.loads(proc.stdout)
+    assert [r["design"] for r in rows] == ["FIFO", "VOQ + iSLIP k=1"]
+    assert rows[0]["published"] == 0.75 and rows[1]["throughput"] > rows[0]["throughput"]
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    proc = _lab("switch", "--ports", "2", "--slots", "200", "--design", "FIFO")
+    assert proc.returncode == 0 and "Karol 1987" in proc.stdout and "paper" in proc.stdout
+
+
+def test_switch_lab_bad_design_and_ports_are_exit_2():
+    proc = _lab("switch", "--design", "crossbar of dreams")
+    assert proc.returncode == 2 and proc.stderr.strip().count("\n") == 0 and "design:" in proc.stderr
+    proc = _lab("switch", "--ports", "1")
+    assert proc.returncode == 2 and "ports:" in proc.stderr
+    proc = _lab("switch", "--load", "1.5")
+    assert proc.returncode == 2 and "load: load is a fraction of the line rate in (0, 1], got 1.5" in proc.stderr
+
+
+def test_scheduler_figure_shows_the_engines_own_picks():
+    from simulator.reports.plots.scheduler_steps import one_round
+
+    requests = ((1, 1, 0, 1), (1, 0, 1, 0), (0, 1, 0, 0), (1, 0, 0, 1))
+    grants, accepts, before, after = one_round("islip", requests, (0, 0, 1, 0), (1, 0, 2, 0))
+    assert grants == {0: 0, 1: 0, 2: 1, 3: 0} and accepts == {0: 1, 1: 2}
+    # only accepted grants move pointers: out1 and out2 move, out0 and out3 (rejected) stay
+    assert after.grant_ptr == [0, 1, 2, 0] and after.accept_ptr == [2, 3, 2, 0]

@@ -8,7 +8,8 @@ import typer
 from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
-from simulator.cli.common import EngineOpt, PacketBytesOpt, SeedOpt, load_fabric, report_console
+from simulator.cli.common import (ArbiterOpt, CrossbarOpt, EngineOpt, IterationsOpt, PacketBytesOpt, QueueingOpt,
+                                   SeedOpt, SpeedupOpt, load_fabric, report_console, switch_flags)
 from simulator.errors import InputError
 from simulator.reports.fanout import combine
 from simulator.topology.fabric import Fabric
@@ -36,6 +37,11 @@ def register(app: typer.Typer) -> None:
         engine: EngineOpt = "auto",
         packet_bytes: PacketBytesOpt = None,
         seed: SeedOpt = 0,
+        arbiter: ArbiterOpt = None,
+        crossbar: CrossbarOpt = None,
+        iterations: IterationsOpt = None,
+        speedup: SpeedupOpt = None,
+        queueing: QueueingOpt = None,
         json_path: Annotated[Optional[str], typer.Option("--json", help="Write rows as JSON here.")] = None,
         plot: Annotated[Optional[str], typer.Option(help="Write busbw vs size (PNG) here.")] = None,
         heatmap: Annotated[Optional[str], typer.Option(
@@ -54,7 +60,8 @@ def register(app: typer.Typer) -> None:
 
         fabric = load_fabric(topology)
         spec = SweepSpec(op=op, gpus=gpus or len(fabric.gpus), sizes=tuple(size_list(sizes)), algo=algo,
-                         protocol=protocol, channels=channels, engine=engine, packet_bytes=packet_bytes, seed=seed)
+                         protocol=protocol, channels=channels, engine=engine, packet_bytes=packet_bytes, seed=seed,
+                         switch=switch_flags(arbiter, crossbar, iterations, speedup, queueing))
         tracer = recorder = None
         if trace:
             from simulator.reports.trace import TraceWriter

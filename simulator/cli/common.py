@@ -9,7 +9,7 @@ import typer
 from rich.console import Console
 
 from simulator.errors import InputError
-from simulator.topology.fabric import Fabric
+from simulator.topology.fabric import Fabric, SwitchScheduling
 
 EngineOpt = Annotated[str, typer.Option(help="packet, flow, or auto (flow for very large runs).")]
 PacketBytesOpt = Annotated[Optional[int], typer.Option(
@@ -35,3 +35,36 @@ def report_console() -> Console:
     import sys
 
     return Console() if sys.stdout.isatty() else Console(width=REPORT_WIDTH)
+
+
+ArbiterOpt = Annotated[Optional[str], typer.Option(
+    help="Switch scheduling algorithm for switches whose topology names none: round_robin, islip, pim, "
+         "oldest_first, fixed_priority, weighted_rr, wavefront (packet engine).")]
+CrossbarOpt = Annotated[Optional[str], typer.Option(
+    help="output (each output arbitrates when it frees), matching (request-grant-accept every cell time) "
+         "or auto (matching for islip, pim, wavefront).")]
+IterationsOpt = Annotated[Optional[int], typer.Option(help="Request-grant-accept rounds per cell time.")]
+SpeedupOpt = Annotated[Optional[float], typer.Option(help="Crossbar speedup of the switches.")]
+QueueingOpt = Annotated[Optional[str], typer.Option(help="Switch input buffers: voq or fifo.")]
+
+
+def switch_flags(arbiter: str | None, crossbar: str | None, iterations: int | None, speedup: float | None,
+                 queueing: str | None) -> SwitchScheduling | None:
+    """The switch-scheduling flags as run defaults (None when no flag is given); bad values are
+    input errors naming the flag."""
+    from simulator.topology.fabric import ALLOCATOR_NAMES
+
+    if arbiter is not None and arbiter not in ALLOCATOR_NAMES:
+        raise InputError(f"unknown arbiter {arbiter!r}; choose one of {', '.join(ALLOCATOR_NAMES)}", field="--arbiter")
+    if crossbar is not None and crossbar not in ("auto", "output", "matching"):
+        raise InputError(f"unknown crossbar {crossbar!r}; choose auto, output or matching", field="--crossbar")
+    if iterations is not None and iterations < 1:
+        raise InputError(f"must be >= 1, got {iterations}", field="--iterations")
+    if speedup is not None and speedup <= 0:
+        raise InputError(f"must be > 0, got {speedup:g}", field="--speedup")
+    if queueing is not None and queueing not in ("voq", "fifo"):
+        raise InputError(f"unknown queueing {queueing!r}; choose voq or fifo", field="--queueing")
+    if (arbiter, crossbar, iterations, speedup, queueing) == (None,) * 5:
+        return None
+    return SwitchScheduling(arbiter=arbiter, crossbar=crossbar, iterations=iterations, speedup=speedup,  # type: ignore[arg-type]
+                            queueing=queueing)  # type: ignore[arg-type]

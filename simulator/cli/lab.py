@@ -1,4 +1,4 @@
-"""``fabricsim lab credits|arbitration|hol``: the teaching labs on the packet engine.
+"""``fabricsim lab credits|arbitration|hol|switch``: the teaching labs on the packet engine.
 
 Each command hands plain arguments to a lab function (``simulator.workloads.labs``), then prints a
 rich table and a short explanation computed from the results, or the rows as JSON with ``--json``.
@@ -14,9 +14,11 @@ from rich import box
 from rich.console import Console
 from rich.table import Table
 
+from simulator.cli.common import ArbiterOpt, CrossbarOpt, IterationsOpt, switch_flags
 from simulator.errors import InputError
 
-lab_app = typer.Typer(help="Teaching labs: the credit loop, switch arbitration, head-of-line blocking.",
+lab_app = typer.Typer(help="Teaching labs: the credit loop, switch arbitration, head-of-line blocking, "
+                           "switch scheduling.",
                       no_args_is_help=True)
 
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print the rows as JSON on stdout (nothing else).")]
@@ -140,13 +142,19 @@ def hol(
     speedup: Annotated[float, typer.Option(help="Crossbar speedup of the switch.")] = 2.0,
     generation: GenerationOpt = "nvlink5",
     seed: Annotated[int, typer.Option(help="Seed of the hot packets' random times.")] = 0,
+    arbiter: ArbiterOpt = None,
+    crossbar: CrossbarOpt = None,
+    iterations: IterationsOpt = None,
     as_json: JsonOpt = False,
     plot: PlotOpt = None,
 ) -> None:
     """Head-of-line blocking with and without VOQs; static vs shared credit pools under incast."""
     from simulator.workloads.labs.hol import explain_hol, hol_lab
 
-    result = hol_lab(n_incast=incast, hot_load=hot_load, generation=generation, speedup=speedup, seed=seed)
+    flags = switch_flags(arbiter, crossbar, iterations, speedup, None)
+    result = hol_lab(n_incast=incast, hot_load=hot_load, generation=generation, speedup=speedup, seed=seed,
+                     arbiter=flags.arbiter or "round_robin", crossbar=flags.crossbar or "auto",
+                     iterations=flags.iterations or 1)
     if plot:
         from simulator.reports.plots.lab_hol import lab_hol
 
@@ -171,3 +179,56 @@ def hol(
     console.print(voq)
     console.print(pools)
     console.print(explain_hol(result))
+
+
+@lab_app.command()
+def switch(
+    ports: Annotated[int, typer.Option(help="N of the N x N switch.")] = 8,
+    load: Annotated[float, typer.Option(help="Offered load (fraction of line rate) for the delay columns.")] = 0.6,
+    slots: Annotated[int, typer.Option(help="Cell times measured per run (after warm-up).")] = 2000,
+    design: Annotated[Optional[list[str]], typer.Option(
+        help="Only these designs (repeat); default: all. Names as in the table's first column.")] = None,
+    seed: Annotated[int, typer.Option(help="Seed of the traffic and of random allocators.")] = 0,
+    as_json: JsonOpt = False,
+    plot: Annotated[Optional[str], typer.Option(
+        help="Write the lab's figure (PNG) here: throughput bars and delay-vs-load curves.")] = None,
+) -> None:
+    """N x N switch, uniform i.i.d. traffic: saturation throughput, VOQ fairness and delay per
+    design (FIFO, VOQ + PIM / RRM / iSLIP k=1..4, output queueing), beside the published values."""
+    from simulator.workloads.labs.switch import CURVE_DESIGNS, DESIGNS, delay_curves, explain_switch, switch_lab
+    from simulator.workloads.labs.switch import design as find_design
+
+    if ports < 2:
+        raise InputError(f"need at least 2 ports, got {ports}", field="ports")
+    if slots < 100:
+        raise InputError(f"need at least 100 cell times to measure, got {slots}", field="slots")
+    designs = [find_design(d) for d in design] if design else list(DESIGNS)
+    console = Console(stderr=True)
+    with console.status(f"simulating {len(designs)} designs on a {ports}x{ports} switch ..."):
+        rows = switch_lab(ports, designs, slots=slots, load=load, seed=seed)
+    if plot:
+        from simulator.reports.plots.lab_switch import lab_switch
+
+        labels = [d.label for d in designs]
+        with console.status("delay-vs-load curves for the figure ..."):
+            curves = delay_curves(ports, labels=[x for x in labels if x in CURVE_DESIGNS], slots=min(slots, 2000),
+                                  seed=seed)
+        lab_switch(rows, curves, plot)
+    if as_json:
+        typer.echo(json.dumps(rows, indent=1))
+        return
+    table = _table(f"Switch lab: {ports}x{ports} switch, uniform i.i.d. traffic; delay in cell times at "
+                   f"load {load:g}", "design", "thru", "paper", "Jain", "VOQ share", "mean", "p99")
+    for r in rows:
+        pub = "-" if r["published"] is None else f"{r['published']:.4f}"
+        delay = ("unstable", "-") if r["mean_delay"] is None else (f"{r['mean_delay']:.2f}", f"{r['p99_delay']:.0f}")
+        table.add_row(r["design"], f"{r['throughput']:.4f}", pub, f"{r['jain']:.4f}",
+                      f"{r['min_voq_share']:.2f}/{r['max_voq_share']:.2f}", *delay)
+    table.caption = ("thru: cells per output per cell time, saturated inputs; paper: published value; "
+                     "Jain: fairness of (input, output) shares; VOQ share: min/max of a pair's cells over "
+                     "1/N of its input's; delay: arrival in the input buffer to start on the output link; "
+                     "unstable: load above saturation; S=N: speedup N, unbounded output queues")
+    out = Console()
+    out.print(table)
+    out.print(explain_switch(rows))
+

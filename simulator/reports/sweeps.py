@@ -24,7 +24,7 @@ from simulator.errors import InputError
 from simulator.metrics.bottleneck import busiest_link
 from simulator.metrics.collective_stats import row as nccl_row
 from simulator.metrics.energy import energy_report
-from simulator.topology.fabric import Fabric
+from simulator.topology.fabric import Fabric, SwitchScheduling
 from simulator.units import UnitError, parse_size
 from simulator.workloads.collectives import OPS, build_collective
 from simulator.workloads.copies import COPIES, build_copy
@@ -68,6 +68,8 @@ class SweepSpec:
     """Transfer unit of the packet engine; None: the engine's default."""
     channels: int | None = None
     seed: int = 0
+    switch: SwitchScheduling | None = None
+    """Packet engine: switch scheduling defaults (arbiter, crossbar, iterations, speedup, queueing)."""
 
 
 def select_gpus(fabric: Fabric, count: int) -> list[str]:
@@ -91,7 +93,7 @@ def build_workload(fabric: Fabric, spec: SweepSpec, nbytes: int) -> Workload:
 def run_one(fabric: Fabric, workload: Workload, spec: SweepSpec,
             observer: EngineObserver | None = None) -> tuple[dict, RunResult]:
     """Simulate one workload; its row and the raw result (``observer`` sees packet-engine runs)."""
-    packet = _packet_config(fabric, spec)
+    packet = _packet_config(fabric, spec).with_switch(spec.switch)
     result = simulate(fabric, workload, engine=spec.engine, packet=packet, flow=FlowConfig(), observer=observer)
     energy = energy_report(fabric, result)
     row = nccl_row(workload, result).as_dict()

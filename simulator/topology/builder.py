@@ -16,7 +16,7 @@ from typing import Any, Callable
 
 from simulator.hardware.catalog import (CablePart, Catalog, DevicePart, HardwareError, LinkGeneration,
                                         RetimerPart, check_retimers, load_catalog)
-from simulator.topology.fabric import Channel, CreditSpec, Fabric, Node
+from simulator.topology.fabric import Channel, CreditSpec, Fabric, Node, SwitchScheduling
 from simulator.topology.loader import Path_, SourceMap
 from simulator.topology.patterns import pairs, select
 from simulator.topology.schema import DeviceSpec, LinkSpec, TopologyModel
@@ -43,6 +43,7 @@ class _Device:
     group: str
     path: Path_
     """Where the device spec was written (for errors)."""
+    scheduling: SwitchScheduling | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -100,6 +101,15 @@ def _names(spec_name: str, count: int | None) -> list[str]:
     return [spec_name] if count is None else [f"{spec_name}{i}" for i in range(count)]
 
 
+def _scheduling(spec: DeviceSpec, part: DevicePart, sources: SourceMap, path: Path_) -> SwitchScheduling | None:
+    if spec.scheduling is None:
+        return None
+    if part.kind != "switch":
+        raise sources.error(path + ("scheduling",), f"{spec.name} is a {part.kind} ({part.name}); "
+                            f"only switches have crossbar scheduling")
+    return SwitchScheduling(**spec.scheduling.model_dump())
+
+
 def _expand_devices(model: TopologyModel, catalog: Catalog, sources: SourceMap) -> dict[str, _Device]:
     devices: dict[str, _Device] = {}
 
@@ -109,7 +119,7 @@ def _expand_devices(model: TopologyModel, catalog: Catalog, sources: SourceMap) 
             full = f"{prefix}{name}"
             if full in devices:
                 raise sources.error(path + ("name",), f"device name {full!r} is used twice")
-            devices[full] = _Device(full, part, group or (spec.group or ""), path)
+            devices[full] = _Device(full, part, group or (spec.group or ""), path, _scheduling(spec, part, sources, path))
 
     for e, enc in enumerate(model.enclosures):
         for instance in _names(enc.name, enc.count):
@@ -239,7 +249,8 @@ def _assemble(name: str, devices: dict[str, _Device], links: list[_Link]) -> Fab
         nodes.append(Node(dev.name, part.kind, part.name, group=dev.group,
                           rank=rank if part.kind == "gpu" else -1, latency_s=part.latency_s,
                           reduction=part.reduction, static_power_W=part.static_power_W,
-                          architecture=part.gpu.architecture if part.gpu else ""))
+                          architecture=part.gpu.architecture if part.gpu else "",
+                          scheduling=dev.scheduling))
         rank += part.kind == "gpu"
     channels: list[Channel] = []
     for index, link in enumerate(links):

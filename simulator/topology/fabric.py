@@ -24,6 +24,36 @@ NodeKind = Literal["gpu", "switch", "nic", "pcie_switch", "host"]
 """``switch`` covers NVSwitch chips and InfiniBand/Ethernet switches; ``host`` is a CPU/root complex."""
 
 
+AllocatorName = Literal["round_robin", "islip", "pim", "oldest_first", "fixed_priority", "weighted_rr",
+                        "wavefront"]
+"""Switch scheduling algorithms a topology may name; the packet engine's ``allocators.ALLOCATORS``
+implements exactly these (a test checks that the two agree)."""
+ALLOCATOR_NAMES: tuple[str, ...] = AllocatorName.__args__  # type: ignore[attr-defined]
+CrossbarMode = Literal["auto", "output", "matching"]
+"""``output``: each output arbitrates alone the moment it frees (no cell times); ``matching``: a
+per-switch scheduler matches inputs to outputs every cell time (request, grant, accept);
+``auto``: matching when the allocator exists only as a matcher (islip, pim, wavefront)."""
+
+
+@dataclass(frozen=True, slots=True)
+class SwitchScheduling:
+    """How one switch moves packets from inputs to outputs; ``None`` fields take the run's default
+    (``PacketConfig``). Written in a topology file under a switch device's ``scheduling:``."""
+
+    arbiter: AllocatorName | None = None
+    crossbar: CrossbarMode | None = None
+    iterations: int | None = None
+    """Request-grant-accept rounds per cell time (matching crossbar)."""
+    speedup: float | None = None
+    """Crossbar speedup S: the matching runs S times per cell time of the fastest port."""
+    queueing: Literal["voq", "fifo"] | None = None
+    """Input buffers: virtual output queues, or one FIFO per VC (head-of-line blocking)."""
+    output_queue_packets: int | None = None
+    """Matching crossbar: packets each output queue (per VC) holds after the crossbar."""
+    shared_buffer: bool | None = None
+    """Matching crossbar: output queues share one pool (a shared-memory switch)."""
+
+
 @dataclass(frozen=True, slots=True)
 class Node:
     """One device in the graph."""
@@ -45,6 +75,8 @@ class Node:
     architecture: str = ""
     """For GPUs: ``ampere``, ``hopper`` or ``blackwell`` (selects the GPU-side collective constants);
     "" for other nodes and for hand-made GPUs, which then have no GPU-side limits."""
+    scheduling: SwitchScheduling | None = None
+    """Switches: the topology's choice of crossbar scheduling (None: the run's defaults)."""
 
 
 @dataclass(frozen=True, slots=True)

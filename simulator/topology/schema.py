@@ -21,6 +21,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, PrivateAttr, field_validator
 
+from simulator.topology.fabric import AllocatorName, CrossbarMode
 from simulator.units import parse_quantity
 
 Pattern = Literal["all", "one_to_one", "blocks", "round_robin"]
@@ -86,6 +87,26 @@ class LinkSpec(_Model):
     """Override of the receive buffer per channel (B); the generation's default when omitted."""
 
 
+class SchedulingSpec(_Model):
+    """A switch's crossbar scheduling; omitted fields take the run's defaults (``bench``/``lab`` flags)."""
+
+    arbiter: AllocatorName | None = None
+    """Scheduling algorithm (docs/model.md, "Switch scheduler")."""
+    crossbar: CrossbarMode | None = None
+    """``output`` (each output arbitrates when it frees), ``matching`` (request-grant-accept every
+    cell time) or ``auto`` (matching for islip, pim, wavefront)."""
+    iterations: int | None = Field(default=None, ge=1)
+    """Request-grant-accept rounds per cell time (matching crossbar)."""
+    speedup: float | None = Field(default=None, gt=0)
+    """Crossbar speedup: matchings per cell time (matching), or how much faster an input feeds the crossbar than the link (output)."""
+    queueing: Literal["voq", "fifo"] | None = None
+    """Input buffers: virtual output queues, or one FIFO per VC (head-of-line blocking)."""
+    output_queue_packets: int | None = Field(default=None, ge=1)
+    """Matching crossbar: packets each output queue (per VC) holds after the crossbar."""
+    shared_buffer: bool | None = None
+    """Matching crossbar: output queues keep one slot each and share the rest, (output_queue_packets - 1) x outputs (a shared-memory switch)."""
+
+
 class DeviceSpec(_Model):
     """``count`` devices of one catalog part (or one device when ``count`` is omitted)."""
 
@@ -94,6 +115,8 @@ class DeviceSpec(_Model):
     count: int | None = Field(default=None, ge=1)
     group: str | None = None
     """Enclosure label of a top-level device (inside an enclosure the instance name is used)."""
+    scheduling: SchedulingSpec | None = None
+    """Switches only: crossbar scheduling of these devices."""
 
 
 class EnclosureSpec(_Model):

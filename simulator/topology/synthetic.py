@@ -7,6 +7,7 @@ fabrics whose every number is chosen by the test.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Sequence
 
 from simulator.topology.fabric import Channel, CreditSpec, Fabric, Node
@@ -86,3 +87,27 @@ def star_links(latencies_s: Sequence[float], rate_Bps: float = 50e9, switch_late
         channels += _link_pair(len(channels), link, f"gpu{link}", "sw0", rate_Bps, latency_s,
                                credit or default_credit(), generation)
     return Fabric.from_parts(f"star-links-{n}", nodes, channels)
+
+
+def crossbar(n_ports: int, rate_Bps: float = 50e9, input_rate_Bps: float | None = None,
+             latency_s: float = 0.0, input_credit: CreditSpec | None = None,
+             output_credit: CreditSpec | None = None) -> Fabric:
+    """An N x N switch as in the switch-design literature: sources ``in0..in{N-1}`` each feed one
+    input of ``sw0``, whose outputs each feed one sink ``out0..out{N-1}`` (an input and an output
+    are separate ports, so input i may send to output i). Input links run at ``input_rate_Bps``
+    (default ``rate_Bps``; faster keeps the input buffers full: saturation), output links at
+    ``rate_Bps`` (B/s, per direction)."""
+    nodes = [Node(f"in{i}", "gpu", "synthetic", rank=i) for i in range(n_ports)]
+    nodes += [Node(f"out{i}", "gpu", "synthetic", rank=n_ports + i) for i in range(n_ports)]
+    nodes.append(Node("sw0", "switch", "synthetic"))
+    channels: list[Channel] = []
+    for i in range(n_ports):
+        fwd, back = _link_pair(len(channels), i, f"in{i}", "sw0", input_rate_Bps or rate_Bps, latency_s,
+                               input_credit or default_credit(), "synthetic")
+        # the unused direction back to the source runs at the output rate, so that every output
+        # port of the switch (and so its cell time) has the same rate
+        channels += [fwd, replace(back, line_rate_Bps=rate_Bps, rate_Bps=rate_Bps)]
+    for j in range(n_ports):
+        channels += _link_pair(len(channels), n_ports + j, "sw0", f"out{j}", rate_Bps, latency_s,
+                               output_credit or default_credit(), "synthetic")
+    return Fabric.from_parts(f"crossbar-{n_ports}", nodes, channels)

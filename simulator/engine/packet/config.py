@@ -6,10 +6,25 @@ inside the engine the values are read as typed attributes, never by string key.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Literal, Mapping
 
 from simulator.errors import InputError
+from simulator.topology.fabric import Node, SwitchScheduling
+
+
+@dataclass(frozen=True)
+class SwitchSetup:
+    """One switch's scheduling after defaults and overrides are resolved (see ``switch_setup``)."""
+
+    arbiter: str
+    matching: bool
+    """True: cell-time request-grant-accept matching into output queues; False: per-output."""
+    iterations: int
+    speedup: float
+    voq: bool
+    output_queue_packets: int
+    shared_buffer: bool
 
 
 @dataclass(frozen=True)
@@ -24,18 +39,35 @@ class PacketConfig:
     payload+header at ``Channel.line_rate_Bps`` and count payload+header against credits."""
     switching: Literal["cut_through", "store_and_forward"] = "cut_through"
     arbiter: str = "round_robin"
-    """Output arbiter of every switch port (see ``arbiters.ARBITERS``)."""
+    """Switch scheduling algorithm (``allocators.ALLOCATORS``; the per-output ones also in
+    ``arbiters.ARBITERS``) for switches whose topology does not name one."""
     arbiters: Mapping[str, str] = field(default_factory=dict)
-    """Per-switch override: switch node name -> arbiter name."""
+    """Per-switch override: switch node name -> arbiter name (wins over the topology)."""
     arbiter_weights: Mapping[str, Mapping[str, int]] = field(default_factory=dict)
     """Switch node name -> {upstream node name -> weight}: weights of ``weighted_rr``, priorities of
     ``fixed_priority`` (higher wins). Inputs not named weigh 1."""
-    islip_iterations: int = 1
+    crossbar: Literal["auto", "output", "matching"] = "auto"
+    """``output``: every output port arbitrates alone the moment it frees, among inputs whose
+    crossbar read is free (event-driven, exact zero-load latency). ``matching``: a per-switch
+    scheduler matches inputs to outputs every cell time by request -> grant -> accept, packets cross
+    into output queues (``scheduler``). ``auto``: matching for allocators that exist only as
+    matchers (islip, pim, wavefront), output otherwise."""
+    iterations: int = 1
+    """Request-grant-accept rounds per cell time (matching crossbar)."""
     voq: bool = True
     """Virtual output queues at switch inputs; False: one FIFO per input and VC (HOL blocking)."""
     speedup: float = 1.0
-    """Crossbar speedup: an input moves a packet through the crossbar in (output serialization /
-    speedup), so with speedup 1 an input feeds one output at a time."""
+    """Crossbar speedup S. Output crossbar: an input moves a packet through the crossbar in (output
+    serialization / S). Matching crossbar: S matchings per cell time of the switch's fastest port."""
+    output_queue_packets: int = 4
+    """Matching crossbar: packets one output queue (per VC) holds after the crossbar; the scheduler
+    matches an input to an output only while its queue has room (the queue is credited towards the
+    crossbar). Assumption: a few packets, enough to keep the link busy at speedup 1 and to absorb
+    bursts at speedup > 1; raise it to approach ideal output queueing."""
+    shared_buffer: bool = False
+    """Matching crossbar: each output queue keeps one packet slot of its own and all queues of the
+    switch share a pool of (output_queue_packets - 1) x outputs more (a shared-memory switch),
+    instead of owning output_queue_packets each. The own slot keeps VCs deadlock-free."""
     vcs: int = 1
     """Virtual channels per link; a packet uses VC min(hop, vcs-1) (distance classes: with vcs >= the
     longest route, credit dependencies cannot form a cycle)."""
@@ -46,9 +78,13 @@ class PacketConfig:
     seed: int = 0
     watchdog_interval_s: float | None = None
     """No-progress time that declares a deadlock while packets are in flight. None: automatic."""
+    packet_stats: bool = True
+    """Keep every delivered packet's latency and queueing delay (``RunResult.packet_latency_s``,
+    ``queue_delay_s``): 24 B per packet. False for runs of tens of millions of packets that only
+    need timings and counters (the arrays come back empty)."""
 
     def __post_init__(self) -> None:
-        from simulator.engine.packet.arbiters import ARBITERS
+        from simulator.engine.packet.allocators import ALLOCATORS
 
         def bad(field_name: str, msg: str) -> InputError:
             return InputError(msg, field=f"packet.{field_name}")
@@ -60,22 +96,55 @@ class PacketConfig:
         if self.switching not in ("cut_through", "store_and_forward"):
             raise bad("switching", f"unknown {self.switching!r}; choose cut_through or store_and_forward")
         for where, name in [("arbiter", self.arbiter)] + [(f"arbiters.{k}", v) for k, v in self.arbiters.items()]:
-            if name not in ARBITERS:
-                raise bad(where, f"unknown arbiter {name!r}; known: {', '.join(sorted(ARBITERS))}")
+            if name not in ALLOCATORS:
+                raise bad(where, f"unknown arbiter {name!r}; known: {', '.join(sorted(ALLOCATORS))}")
         if self.speedup <= 0:
             raise bad("speedup", f"must be > 0, got {self.speedup}")
         if self.vcs < 1:
             raise bad("vcs", f"must be >= 1, got {self.vcs}")
         if self.credit_policy not in ("static", "shared"):
             raise bad("credit_policy", f"unknown {self.credit_policy!r}; choose static or shared")
-        if self.islip_iterations < 1:
-            raise bad("islip_iterations", f"must be >= 1, got {self.islip_iterations}")
+        if self.crossbar not in ("auto", "output", "matching"):
+            raise bad("crossbar", f"unknown {self.crossbar!r}; choose auto, output or matching")
+        if self.iterations < 1:
+            raise bad("iterations", f"must be >= 1, got {self.iterations}")
+        if self.output_queue_packets < 1:
+            raise bad("output_queue_packets", f"must be >= 1, got {self.output_queue_packets}")
         if self.watchdog_interval_s is not None and self.watchdog_interval_s <= 0:
             raise bad("watchdog_interval_s", f"must be > 0, got {self.watchdog_interval_s}")
 
-    def arbiter_for(self, switch: str) -> str:
-        """Arbiter name used by ``switch``."""
-        return self.arbiters.get(switch, self.arbiter)
+    def with_switch(self, defaults: SwitchScheduling | None) -> "PacketConfig":
+        """This config with the non-None fields of ``defaults`` as the run's switch defaults
+        (``bench`` flags; a topology's own ``scheduling`` still wins for its switches)."""
+        if defaults is None:
+            return self
+        changes: dict = {k: getattr(defaults, k) for k in ("arbiter", "crossbar", "iterations", "speedup",
+                                                          "output_queue_packets", "shared_buffer")
+                                if getattr(defaults, k) is not None}
+        if defaults.queueing is not None:
+            changes["voq"] = defaults.queueing == "voq"
+        return replace(self, **changes)
+
+    def switch_setup(self, node: Node) -> "SwitchSetup":
+        """The resolved scheduling of ``node``: ``arbiters`` override, then the topology's
+        ``scheduling``, then this config's defaults. Raises ``InputError`` for an allocator that
+        cannot run per output when the crossbar is forced to ``output``."""
+        from simulator.engine.packet.allocators import MATCHING_ONLY
+
+        topo = node.scheduling or SwitchScheduling()
+        arbiter = self.arbiters.get(node.name) or topo.arbiter or self.arbiter
+        crossbar = topo.crossbar or self.crossbar
+        if crossbar == "auto":
+            crossbar = "matching" if arbiter in MATCHING_ONLY else "output"
+        elif crossbar == "output" and arbiter in MATCHING_ONLY:
+            raise InputError(f"switch {node.name}: {arbiter} is a matching allocator; use crossbar "
+                             f"'matching' (or 'auto'), or a per-output arbiter", field="packet.crossbar")
+        queueing = topo.queueing or ("voq" if self.voq else "fifo")
+        return SwitchSetup(arbiter=arbiter, matching=crossbar == "matching",
+                           iterations=topo.iterations or self.iterations,
+                           speedup=topo.speedup or self.speedup, voq=queueing == "voq",
+                           output_queue_packets=topo.output_queue_packets or self.output_queue_packets,
+                           shared_buffer=self.shared_buffer if topo.shared_buffer is None else topo.shared_buffer)
 
     @property
     def wire_bytes(self) -> int:

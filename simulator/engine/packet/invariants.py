@@ -12,11 +12,12 @@ from simulator.errors import SimulationError
 def check_invariants(net, result) -> None:
     """Fill ``result.invariants``; raise ``SimulationError`` listing every one that failed."""
     problems: dict[str, str] = {}
-    if net.bytes_injected != net.bytes_delivered:
-        problems["bytes_conserved"] = (f"bytes injected {net.bytes_injected} != delivered "
-                                       f"{net.bytes_delivered}")
-    elif net.done and net.bytes_delivered != net.workload.total_bytes:
-        problems["bytes_conserved"] = (f"delivered {net.bytes_delivered} B of the workload's "
+    led = net.ledger
+    if led.bytes_injected != led.bytes_delivered:
+        problems["bytes_conserved"] = (f"bytes injected {led.bytes_injected} != delivered "
+                                       f"{led.bytes_delivered}")
+    elif net.done and led.bytes_delivered != net.workload.total_bytes:
+        problems["bytes_conserved"] = (f"delivered {led.bytes_delivered} B of the workload's "
                                        f"{net.workload.total_bytes} B")
     bad = [(port, v) for port in net.ports for v in port.credits.violations]
     if net.done:  # drained: every credit is back at its sender or held for a batch at the receiver
@@ -27,11 +28,11 @@ def check_invariants(net, result) -> None:
     if bad:
         problems["credits_in_range"] = "; ".join(f"{p.name} {v}" for p, v in bad[:5]) + (
             f" (+{len(bad) - 5} more)" if len(bad) > 5 else "")
-    missing = net.n_packets - sum(net.seen) if net.done else 0
-    if net.duplicates or missing or net.packets_delivered != net.packets_injected:
-        problems["exactly_once"] = (f"{net.duplicates} duplicate deliveries, {missing} packets never "
-                                    f"delivered, {net.packets_injected} injected vs "
-                                    f"{net.packets_delivered} delivered")
+    missing = led.n_packets - sum(led.seen) if net.done else 0
+    if led.duplicates or missing or led.packets_delivered != led.packets_injected:
+        problems["exactly_once"] = (f"{led.duplicates} duplicate deliveries, {missing} packets never "
+                                    f"delivered, {led.packets_injected} injected vs "
+                                    f"{led.packets_delivered} delivered")
     if not net.done:
         problems["all_transfers_finished"] = (f"{net.n_transfers - net.n_done} of {net.n_transfers} "
                                               f"transfers unfinished")
@@ -39,7 +40,7 @@ def check_invariants(net, result) -> None:
         result.invariants[name] = name not in problems
     result.invariants.setdefault("deadlock_free", True)
     if problems:
-        err = SimulationError("invariant violated at t={:.3f} us:\n".format(net.env._now * 1e6)
+        err = SimulationError("invariant violated at t={:.3f} us:\n".format(net.events.now * 1e6)
                               + "\n".join(f"  {k}: {v}" for k, v in problems.items()))
         err.result = result
         err.problems = problems
@@ -60,15 +61,17 @@ class Faults:
     extra_credit_channel: int | None = None
 
     def install(self, net) -> None:
-        """Wrap the network's arrival and delivery handlers."""
-        arrive, deliver = net._arrive, net._deliver
+        """Wrap the input buffers' arrival and the ledger's delivery handlers."""
+        deliver = net.ledger.deliver
         faults = self
         done_extra = []
 
-        def faulty_arrive(p):
-            if p.seq == faults.drop_seq:
-                return
-            arrive(p)
+        def faulty(arrive):
+            def faulty_arrive(p):
+                if p.seq == faults.drop_seq:
+                    return
+                arrive(p)
+            return faulty_arrive
 
         def faulty_deliver(p):
             deliver(p)
@@ -79,5 +82,6 @@ class Faults:
                 done_extra.append(1)
                 net.ports[cid].credits.give(0, 1)  # one credit nobody took
 
-        net.arrive_cbs = (faulty_arrive,)
-        net.deliver_cbs = (faulty_deliver,)
+        for buf in net.inbufs:
+            buf.arrive_cbs = (faulty(buf.arrive),)
+        net.ledger.deliver_cbs = (faulty_deliver,)

@@ -1,16 +1,15 @@
-"""The unit the engine moves: one packet, minimal, also its own SimPy event (no allocation per hop)."""
+"""The unit the engine moves: one packet, minimal, also its own event (no allocation per hop)."""
 
 from __future__ import annotations
 
 
 class Packet:
     """A piece of one transfer following one route. Doubles as the event scheduled for its next
-    arrival (``callbacks`` is what ``simpy.Environment.step`` calls), so a hop costs no extra object.
+    arrival (``callbacks`` is what ``EventQueue.run`` calls), so a hop costs no extra object.
     """
 
     __slots__ = ("callbacks", "seq", "tid", "route", "hop", "bytes", "wire", "t_inject", "t_tail",
                  "t_ready", "queue_s")
-    _ok = True  # SimPy's step() checks this on every processed event
 
     def __init__(self, seq: int, tid: int, route: tuple[int, ...], nbytes: int, wire: int) -> None:
         self.callbacks = None
@@ -39,10 +38,10 @@ class Packet:
 
 
 class Wake:
-    """A one-shot event that calls ``fn()`` at its time (port wake-ups, transfer releases)."""
+    """A one-shot event that calls ``fn(event)`` (port wake-ups, transfer releases, scheduler
+    ticks); ``at`` is when it fires (s), or the owner's tag for it (a scheduler's slot number)."""
 
     __slots__ = ("callbacks", "at")
-    _ok = True
 
     def __init__(self, fn, at: float) -> None:
         self.callbacks = (fn,)

@@ -39,8 +39,9 @@ class Watchdog:
         if not self.armed:
             self.armed = True
             self.last_hops = -1
-            env = self.net.env
-            env.schedule(Wake(self._check, env._now + self.interval_s), 1, self.interval_s)
+            events = self.net.events
+            at = events.now + self.interval_s
+            events.push(at, Wake(self._check, at))
 
     def _check(self, ev) -> None:
         net = self.net
@@ -49,12 +50,13 @@ class Watchdog:
             return
         held = net.packets_held()
         # nothing else scheduled (deliveries accounted ahead are not events): nothing can free a credit
-        idle = not net.env._queue and net.last_delivery_s <= net.env._now
+        led = net.ledger
+        idle = not net.events.heap and led.last_delivery_s <= net.events.now
         if held and idle:
             deadlock_report(net, net._result(0.0), reason="the event queue ran empty")
-        if idle or not held and net.packets_injected <= net.packets_delivered:
+        if idle or not held and led.packets_injected <= led.packets_delivered:
             return  # sleep; the next transfer start re-arms
-        hops = net.hops() + net.packets_delivered
+        hops = net.hops() + led.packets_delivered
         if held and hops == self.last_hops:
             deadlock_report(net, net._result(0.0), reason=f"no packet moved for {self.interval_s:.3g} s")
         self.arm()
@@ -80,8 +82,8 @@ def _channel(net, cid: int) -> str:
 
 def deadlock_report(net, result, reason: str) -> None:
     """Raise ``SimulationError`` describing where packets are stuck and the credit-dependency cycle."""
-    now = net.env._now
-    lines = [f"deadlock at t={now * 1e6:.3f} us: {reason}; {net.packets_injected - net.packets_delivered} "
+    now = net.events.now
+    lines = [f"deadlock at t={now * 1e6:.3f} us: {reason}; {net.ledger.in_flight()} "
              f"packets in flight, {net.n_transfers - net.n_done} of {net.n_transfers} transfers unfinished"]
     blocked = [b for b in net.inbufs if b.held]
     lines.append(f"blocked buffers ({len(blocked)}):")

@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Sequence
 
 from simulator.engine.packet import PacketConfig, run_packet
-from simulator.engine.packet.arbiters import ARBITERS
+from simulator.engine.packet.allocators import ALLOCATORS as ARBITERS
 from simulator.engine.transfer import Transfer, Workload
 from simulator.errors import InputError
 from simulator.hardware.catalog import Catalog, load_catalog

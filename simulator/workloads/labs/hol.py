@@ -36,8 +36,9 @@ FAR_CABLE_M = 30.0
 SPEEDUP = 2.0
 """Crossbar speedup of the HOL part. Source: Chuang, Goel, McKeown, Prabhakar, "Matching output
 queueing with a combined input/output-queued switch" (IEEE JSAC 1999): speedup 2 - 1/N lets VOQs
-emulate an output-queued switch. At speedup 1 this engine's per-output arbitration lets the free VOQ
-hold the input's crossbar port back to back, so the hot VOQ backs up (try ``speedup=1``)."""
+emulate an output-queued switch. At speedup 1 the per-output crossbar lets the free VOQ hold the
+input's crossbar port back to back, so the hot VOQ backs up (try ``speedup=1``, and
+``crossbar="matching", arbiter="islip"`` for a crossbar whose accept pointer rotates)."""
 HOT = "gpu0"
 FREE = "gpu1"
 VICTIM = "gpu2"
@@ -65,7 +66,8 @@ def hol_workload(n_incast: int, hot_load: float, free_packets: int, packet_bytes
 
 def hol_blocking(n_incast: int = 7, hot_load: float = 2 / 3, generation: str = "nvlink5",
                  free_packets: int = 8000, speedup: float = SPEEDUP, seed: int = 0,
-                 catalog: Catalog | None = None) -> list[dict]:
+                 catalog: Catalog | None = None, arbiter: str = "round_robin", crossbar: str = "auto",
+                 iterations: int = 1) -> list[dict]:
     """Two rows, FIFO inputs then VOQs: rate of the free flow, the victim's hot packets and the
     incast, over the free flow's lifetime (GB = 1e9 B, per direction)."""
     if n_incast < 1:
@@ -84,7 +86,8 @@ def hol_blocking(n_incast: int = 7, hot_load: float = 2 / 3, generation: str = "
     rows = []
     for voq in (False, True):
         log = DeliveryLog()
-        config = PacketConfig(packet_bytes=link.packet_bytes, voq=voq, speedup=speedup, seed=seed)
+        config = PacketConfig(packet_bytes=link.packet_bytes, voq=voq, speedup=speedup, seed=seed,
+                              arbiter=arbiter, crossbar=crossbar, iterations=iterations)
         run_packet(fabric, workload, config, log)
         t_s, tid, nbytes = log.arrays()
         tag = tags[tid]
@@ -100,7 +103,7 @@ def hol_blocking(n_incast: int = 7, hot_load: float = 2 / 3, generation: str = "
             "hot_offered_GBps": hot_rate / 1e9,
             "incast_GBps": rate_in_window_Bps(t_s[tag == "incast"], nbytes[tag == "incast"], start, end) / 1e9,
             "line_GBps": link.rate_Bps / 1e9, "available_GBps": available / 1e9, "n_incast": n_incast,
-            "speedup": speedup,
+            "speedup": speedup, "arbiter": arbiter, "crossbar": crossbar, "iterations": iterations,
         })
     return rows
 
@@ -152,10 +155,12 @@ def credit_pools(n_senders: int = 4, generation: str = "nvlink5", far_cable_m: f
 
 
 def hol_lab(n_incast: int = 7, hot_load: float = 2 / 3, generation: str = "nvlink5", speedup: float = SPEEDUP,
-            seed: int = 0, catalog: Catalog | None = None) -> dict:
+            seed: int = 0, catalog: Catalog | None = None, arbiter: str = "round_robin", crossbar: str = "auto",
+            iterations: int = 1) -> dict:
     """Both parts: ``{"voq": hol_blocking rows, "pools": credit_pools rows}``."""
     catalog = catalog or load_catalog()
-    return {"voq": hol_blocking(n_incast, hot_load, generation, speedup=speedup, seed=seed, catalog=catalog),
+    return {"voq": hol_blocking(n_incast, hot_load, generation, speedup=speedup, seed=seed, catalog=catalog,
+                                arbiter=arbiter, crossbar=crossbar, iterations=iterations),
             "pools": credit_pools(generation=generation, catalog=catalog)}
 
 
