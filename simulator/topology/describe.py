@@ -16,7 +16,7 @@ import networkx as nx
 from simulator.topology.fabric import Fabric
 from simulator.units import GB
 
-FABRICS = ("nvlink", "pcie", "network")
+FABRICS = ("nvlink", "c2c", "pcie", "network")
 NETWORK_ENDPOINTS = frozenset({"gpu", "nic"})
 """Node kinds whose network ports count towards a GPU's scale-out bandwidth."""
 
@@ -66,7 +66,7 @@ def per_gpu_GBps(fabric: Fabric, warnings: list[str] | None = None) -> dict[str,
     gpus = fabric.gpus
     if not gpus:
         return out
-    for kind in ("nvlink", "pcie"):
+    for kind in ("nvlink", "c2c", "pcie"):
         egress = {g: sum(c.line_rate_Bps for c in fabric.out_channels(g) if c.fabric == kind) for g in gpus}
         if not any(egress.values()):
             continue
