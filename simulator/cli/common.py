@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import TYPE_CHECKING, Annotated, Optional
 
 import typer
 from rich.console import Console
 
 from simulator.errors import InputError
-from simulator.topology.fabric import Fabric
+
+if TYPE_CHECKING:  # the CLI imports the model only when a command runs (fast --help)
+    from simulator.topology.fabric import Fabric
 
 EngineOpt = Annotated[str, typer.Option(help="packet, flow, or auto (flow for very large runs).")]
 PacketBytesOpt = Annotated[Optional[int], typer.Option(

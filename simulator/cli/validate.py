@@ -9,24 +9,24 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from simulator.reports.validation import DEFAULT_FILE, DEFAULT_THRESHOLD_PCT
-
 
 def register(app: typer.Typer) -> None:
     @app.command()
     def validate(
-        file: Annotated[str, typer.Option(help="Published figures (YAML).")] = str(DEFAULT_FILE),
-        threshold: Annotated[float, typer.Option(help="Fail (exit 1) if any |error| exceeds this, in %.")]
-        = DEFAULT_THRESHOLD_PCT,
+        file: Annotated[Optional[str], typer.Option(
+            help="Published figures (YAML); default validation/published.yaml.")] = None,
+        threshold: Annotated[Optional[float], typer.Option(
+            help="Fail (exit 1) if any |error| exceeds this, in %; default 10.")] = None,
         as_json: Annotated[bool, typer.Option("--json", help="Print the rows as one JSON object.")] = False,
         plot: Annotated[Optional[str], typer.Option(help="Write predicted vs published (PNG) here.")] = None,
     ) -> None:
         """Simulate each published measurement; exit 1 if any error exceeds the threshold."""
         import json
 
-        from simulator.reports.validation import load_published, predict
+        from simulator.reports.validation import DEFAULT_FILE, DEFAULT_THRESHOLD_PCT, load_published, predict
 
-        path = Path(file)
+        threshold = DEFAULT_THRESHOLD_PCT if threshold is None else threshold
+        path = Path(file) if file else DEFAULT_FILE
         entries = load_published(path)
         root = path.resolve().parent.parent if path.resolve().parent.name == "validation" else Path.cwd()
         console = Console(stderr=True)
