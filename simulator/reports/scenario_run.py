@@ -31,8 +31,8 @@ from simulator.topology.routing import equal_cost_routes
 from simulator.units import GB
 from simulator.workloads.attention import decode_step, kv_transfer, prefill, ring_attention
 from simulator.workloads.attention.model import AttentionRun, GpuRoofline
-from simulator.workloads.scenario import (CollectiveItem, CopyItem, DecodeItem, PrefillItem, RingAttentionItem,
-                                          ScenarioModel)
+from simulator.workloads.scenario import (ChakraItem, CollectiveItem, CopyItem, DecodeItem, PrefillItem,
+                                          RingAttentionItem, ScenarioModel)
 
 US = 1e6
 
@@ -193,4 +193,26 @@ def _item_rows(fabric: Fabric, item, scenario: ScenarioModel, packet: PacketConf
                          engine=scenario.engine, packet_bytes=scenario.packet_bytes, seed=scenario.seed)
         return [{"workload": item.name, "kind": item.kind, "op": item.op, **row}
                 for row in sweep(fabric, spec, observer=observer)]
+    if isinstance(item, ChakraItem):
+        return [chakra_row(fabric, item, scenario.engine, packet, observer)]
     return [attention_row(fabric, item, scenario.engine, packet, observer)]
+
+
+def chakra_row(fabric: Fabric, item: ChakraItem, engine: str, packet: PacketConfig,
+               observer: EngineObserver | None) -> dict:
+    """A Chakra trace run: step time, the slowest rank's compute and exposed communication, per-rank
+    figures (``per_rank``) and the node kinds skipped."""
+    from simulator.workloads.traces.chakra import build_chakra, load_traces, rank_report
+
+    traces = load_traces(item.chakra)
+    gpus = select_gpus(fabric, len(traces))
+    built = build_chakra(fabric, gpus, traces, gpu_roofline(fabric, gpus[0]), item.algo, item.protocol)
+    result = simulate(fabric, built.workload, engine=engine, packet=packet, observer=observer)
+    report = rank_report(built, result.finish_s)
+    slowest = max(report["per_rank"], key=lambda r: r["end_us"])
+    energy = energy_report(fabric, result)
+    return {"workload": item.name, "kind": item.kind, "time_us": report["step_us"], "ranks": len(traces),
+            "compute_us": slowest["compute_us"], "communication_us": slowest["exposed_comm_us"],
+            "bytes": built.workload.total_bytes, "busiest_link": busiest_link(fabric, result),
+            "engine": result.engine, "energy_J": energy.total_J, "avg_power_W": energy.average_power_W,
+            "skipped": "; ".join(built.warnings()) or "none", "per_rank": report["per_rank"]}

@@ -69,7 +69,7 @@ _METRICS = (("time_us", "time (us)"), ("compute_us", "compute on critical path (
             ("allreduce_algo", "all-reduce algorithm"), ("link_kinds", "link kinds on path"),
             ("overlapped", "comm hidden under compute"), ("busiest_link", "busiest link"),
             ("engine", "engine"), ("energy_J", "energy (J)"), ("avg_power_W", "average power (W)"),
-            ("pJ_per_byte", "pJ per byte"))
+            ("pJ_per_byte", "pJ per byte"), ("ranks", "trace ranks"), ("skipped", "skipped trace nodes"))
 
 
 def _metric_table(name: str, kind: str, per_system: dict[str, list[dict]], reference: str) -> Table:

@@ -113,8 +113,24 @@ class RingAttentionItem(_ModelItem):
     """Layers to simulate (default: all of the model's)."""
 
 
+class ChakraItem(_Item):
+    """MLCommons Chakra execution traces, one ``.et`` file per rank (rank r on GPU r)."""
+
+    kind: Literal["chakra"]
+    """Selects this item: ``chakra``."""
+    name: str
+    """Label of the item in tables and JSON rows."""
+    chakra: str
+    """A folder of ``*.<rank>.et`` files or a prefix ``PREFIX`` of ``PREFIX.<rank>.et`` (relative to the
+    scenario file)."""
+    algo: str = "auto"
+    """Collective algorithm for the traces' collectives."""
+    protocol: str = "auto"
+    """Protocol for the traces' collectives (LL, LL128, Simple or auto)."""
+
+
 WorkloadItem = Annotated[Union[CollectiveItem, CopyItem, DecodeItem, PrefillItem, KvTransferItem,
-                               RingAttentionItem], Field(discriminator="kind")]
+                               RingAttentionItem, ChakraItem], Field(discriminator="kind")]
 
 
 class ScenarioModel(_Item):
@@ -143,4 +159,20 @@ def load_scenario(path: str | Path) -> tuple[ScenarioModel, list[Path]]:
         if not topo.is_file():
             raise sources.error(("topologies", i), f"no such topology file {str(topo)!r}")
         topologies.append(topo)
-    return scenario, topologies
+    return _resolve_traces(scenario, path, sources), topologies
+
+
+def _resolve_traces(scenario: ScenarioModel, path: Path, sources) -> ScenarioModel:  # noqa: ANN001
+    """Chakra items with their trace path made absolute and its files checked (errors at the item's line)."""
+    from simulator.workloads.traces.chakra import trace_files
+
+    items = list(scenario.workloads)
+    for i, item in enumerate(items):
+        if isinstance(item, ChakraItem):
+            where = Path(item.chakra) if Path(item.chakra).is_absolute() else path.parent / item.chakra
+            try:
+                trace_files(where)
+            except InputError as err:
+                raise sources.error(("workloads", i, "chakra"), err.message) from None
+            items[i] = item.model_copy(update={"chakra": str(where)})
+    return scenario.model_copy(update={"workloads": items})

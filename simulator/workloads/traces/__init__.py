@@ -1,0 +1,1 @@
+"""Execution traces from other tools turned into transfer DAGs (MLCommons Chakra ET)."""
