@@ -21,7 +21,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Annotated, Literal, Union
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from simulator.errors import InputError
 from simulator.topology.loader import load_yaml
@@ -133,6 +133,33 @@ WorkloadItem = Annotated[Union[CollectiveItem, CopyItem, DecodeItem, PrefillItem
                                RingAttentionItem, ChakraItem], Field(discriminator="kind")]
 
 
+class JobItem(_Item):
+    """One job of several sharing the fabric: its GPUs and one collective or copy of one size."""
+
+    name: str
+    """Label of the job in tables and JSON rows."""
+    gpus: list[int] | None = None
+    """Explicit GPU ranks; or leave out and give ``count`` (and ``placement``)."""
+    count: int | None = Field(default=None, ge=1)
+    """How many GPUs the placement rule picks."""
+    placement: Literal["packed", "spread"] = "packed"
+    """``packed``: first free GPUs in rank order; ``spread``: dealt round-robin over racks/servers."""
+    op: Literal["all_reduce", "all_gather", "reduce_scatter", "alltoall", "broadcast", "h2d", "d2h"]
+    """The job's collective (or host copy)."""
+    size: str = "1G"
+    """Message size (nccl-tests convention)."""
+    algo: str = "auto"
+    """Collective algorithm."""
+    protocol: str = "auto"
+    """Collective protocol."""
+
+    @model_validator(mode="after")
+    def _gpus_or_count(self) -> "JobItem":
+        if (self.gpus is None) == (self.count is None):
+            raise ValueError("give either gpus (a list of ranks) or count (with placement)")
+        return self
+
+
 class ScenarioModel(_Item):
     """A whole scenario file."""
 
@@ -143,7 +170,16 @@ class ScenarioModel(_Item):
     engine: Literal["packet", "flow", "auto"] = "auto"
     seed: int = 0
     packet_bytes: int | None = Field(default=None, ge=64)
-    workloads: list[WorkloadItem] = Field(min_length=1)
+    workloads: list[WorkloadItem] = []
+    """Items run one after another, each alone on the fabric."""
+    jobs: list[JobItem] = []
+    """Jobs run concurrently on the same fabric; each is also run alone to report its slowdown."""
+
+    @model_validator(mode="after")
+    def _something_to_run(self) -> "ScenarioModel":
+        if not self.workloads and not self.jobs:
+            raise ValueError("give workloads, jobs, or both")
+        return self
 
 
 def load_scenario(path: str | Path) -> tuple[ScenarioModel, list[Path]]:
