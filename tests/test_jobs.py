@@ -54,3 +54,12 @@ def test_two_jobs_on_shared_uplinks_slow_down_by_the_oversubscription():
         assert row["slowdown"] == pytest.approx(1.5, rel=0.02)
         assert row["shared_links"] == 8 * 16  # every uplink of leaves 0-7, none of the NIC links
         assert row["shared_example"].startswith("leaf0-spine0 x2")
+
+
+def test_overlapping_explicit_jobs_fail_at_their_line(tmp_path):
+    path = tmp_path / "jobs.yaml"
+    path.write_text(f"name: j\ntopologies: [{ROOT / 'topologies' / 'hgx_h100.yaml'}]\njobs:\n"
+                    "  - {name: a, gpus: [0, 1], op: all_reduce, size: 1M}\n"
+                    "  - {name: b, gpus: [1, 2], op: all_reduce, size: 1M}\n")
+    with pytest.raises(InputError, match=f"{path}:5: jobs\\[1\\].gpus: rank 1 is already GPU of job 'a'"):
+        load_scenario(path)

@@ -195,7 +195,18 @@ def load_scenario(path: str | Path) -> tuple[ScenarioModel, list[Path]]:
         if not topo.is_file():
             raise sources.error(("topologies", i), f"no such topology file {str(topo)!r}")
         topologies.append(topo)
+    _check_job_ranks(scenario, sources)
     return _resolve_traces(scenario, path, sources), topologies
+
+
+def _check_job_ranks(scenario: ScenarioModel, sources) -> None:  # noqa: ANN001
+    """Explicit GPU lists of jobs must not overlap (placement rules are checked on the fabric)."""
+    owner: dict[int, str] = {}
+    for i, job in enumerate(scenario.jobs):
+        for rank in job.gpus or []:
+            if rank in owner:
+                raise sources.error(("jobs", i, "gpus"), f"rank {rank} is already GPU of job {owner[rank]!r}")
+            owner[rank] = job.name
 
 
 def _resolve_traces(scenario: ScenarioModel, path: Path, sources) -> ScenarioModel:  # noqa: ANN001
