@@ -100,3 +100,22 @@ def test_hierarchical_all_reduce_across_racks_matches_its_phases(x8):
     b_nic = next(c.rate_Bps for c in x8.channels if x8.nodes[c.src].kind == "nic" and c.fabric == "network")
     expected = 2 * (m - 1) / m * S / b_nv + S / m / b_nic
     assert r.makespan_s == pytest.approx(expected, rel=0.02)
+
+
+def test_bench_cli_runs_hierarchical_across_two_racks(tmp_path, x8):
+    """``fabricsim bench`` on 144 GPUs (2 racks): reduce-scatter and all-gather over each rack's
+    NVLink (m = 72), a 2-GPU all-reduce of S/72 per rail over the NICs."""
+    import json
+    import subprocess
+    import sys
+
+    out = tmp_path / "rows.json"
+    proc = subprocess.run([sys.executable, "-m", "simulator", "bench", str(TOPOLOGIES / "gb200_nvl72_x8_ib.yaml"),
+                           "--engine", "flow", "--sizes", "1G", "--gpus", "144", "--algo", "hierarchical",
+                           "--protocol", "ideal", "--json", str(out)], capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    (row,) = json.loads(out.read_text())["rows"]
+    S, m = GiB, 72
+    b_nv = sum(c.rate_Bps for c in x8.out_channels(x8.gpus[0]) if c.fabric == "nvlink")
+    b_nic = next(c.rate_Bps for c in x8.channels if x8.nodes[c.src].kind == "nic" and c.fabric == "network")
+    assert row["time_us"] * 1e-6 == pytest.approx(2 * (m - 1) / m * S / b_nv + S / m / b_nic, rel=0.02)

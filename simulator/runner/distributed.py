@@ -66,8 +66,8 @@ def run_points(points: list[Point], execute: Execute, *, workers: int | None = N
         with _client(workers, scheduler, processes) as client:
             from distributed import as_completed
 
-            futures = {client.submit(execute, p.payload, key=f"fabricsim-{p.digest[:16]}-{p.index}", pure=False): p
-                       for p in todo}
+            futures = {client.submit(execute, _shipped(p.payload), key=f"fabricsim-{p.digest[:16]}-{p.index}",
+                                     pure=False): p for p in todo}
             for future in as_completed(futures):
                 point = futures[future]
                 try:
@@ -80,6 +80,11 @@ def run_points(points: list[Point], execute: Execute, *, workers: int | None = N
                     cache.put(point.digest, result["rows"])
                     record(Outcome(point, result["rows"]))
     return [outcomes[p.index] for p in points]
+
+
+def _shipped(payload: dict[str, Any]) -> dict[str, Any]:
+    """What a worker needs: the payload without its copy of the hashed inputs."""
+    return {k: v for k, v in payload.items() if k != "hashed"}
 
 
 class _client:
