@@ -54,6 +54,12 @@ def register(app: typer.Typer) -> None:
         if csv_path:
             write_csv(csv_path, rows, inputs)
         chosen = metric or DEFAULT_METRIC[loaded.kind]
+        columns = {k for row in rows for k in row if k != "error"}
+        if plot and rows and chosen not in columns:
+            from simulator.errors import InputError
+
+            raise InputError(f"no column {chosen!r} to plot; choose one of {', '.join(sorted(columns))} "
+                             "(any --json/--csv output was written)", field="metric")
         if plot:
             from simulator.reports.plots.sweep import sweep_plot
 
