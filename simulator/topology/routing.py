@@ -35,8 +35,7 @@ class _Index:
     """The channels of some fabric kinds as integer adjacency: successors and predecessors sorted by
     node name (so routes come out in the same deterministic order as a name-sorted search), the
     parallel channels of each node pair, and which nodes may forward. Built once per fabric and
-    channel set; per-destination hop distances are cached beside it (one int32 array per
-    destination, so memory grows with nodes x destinations used, not with paths)."""
+    channel set; per-destination hop distances are cached beside it (``distances_to``)."""
 
     __slots__ = ("names", "of", "succ", "pred_ptr", "pred_idx", "parallel", "transit", "dist")
 
@@ -59,14 +58,23 @@ class _Index:
         self.pred_ptr = np.concatenate(([0], np.cumsum(counts)))
         self.pred_idx = np.array([u for x in pred for u in sorted(x)], dtype=np.int64)
         self.transit = np.array([fabric.nodes[m].kind not in _ENDPOINT_KINDS for m in self.names], dtype=bool)
-        self.dist: dict[int, np.ndarray] = {}
+        self.dist: dict[int, np.ndarray | tuple[np.ndarray, np.ndarray]] = {}
 
     def distances_to(self, dst: int) -> np.ndarray:
         """Hops from every node to ``dst`` over paths whose interior avoids endpoints (-1: none):
-        a breadth-first search backwards from ``dst``, one whole frontier per numpy step."""
-        dist = self.dist.get(dst)
-        if dist is not None:
-            return dist
+        a breadth-first search backwards from ``dst``, one whole frontier per numpy step. Kept
+        compact (int8; only the reached nodes when they are few, as over NVLink alone), so the
+        cache costs about one byte per node and destination."""
+        kept = self.dist.get(dst)
+        if kept is None:
+            kept = self.dist[dst] = self._compact(self._search(dst))
+        if isinstance(kept, tuple):
+            dense = np.full(len(self.names), _UNREACHED, dtype=np.int8)
+            dense[kept[0]] = kept[1]
+            return dense
+        return kept
+
+    def _search(self, dst: int) -> np.ndarray:
         dist = np.full(len(self.names), _UNREACHED, dtype=np.int32)
         dist[dst] = 0
         frontier, d = np.array([dst], dtype=np.int64), 0
@@ -85,8 +93,16 @@ class _Index:
             fresh[preds[dist[preds] == _UNREACHED]] = True  # deduplicated without sorting
             frontier = np.flatnonzero(fresh)
             dist[frontier] = d
-        self.dist[dst] = dist
         return dist
+
+    @staticmethod
+    def _compact(dist: np.ndarray) -> np.ndarray | tuple[np.ndarray, np.ndarray]:
+        if dist.max() > np.iinfo(np.int8).max:
+            raise ValueError("routes longer than 127 hops are not supported")
+        reached = np.flatnonzero(dist != _UNREACHED)
+        if 8 * len(reached) < len(dist):
+            return reached.astype(np.int32), dist[reached].astype(np.int8)
+        return dist.astype(np.int8)
 
 
 def _index(fabric: Fabric, allowed: frozenset[str] | None) -> _Index:
