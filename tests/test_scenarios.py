@@ -11,7 +11,8 @@ from simulator.errors import InputError
 from simulator.workloads.scenario import load_scenario
 
 ROOT = Path(__file__).resolve().parent.parent
-SCENARIOS = sorted((ROOT / "scenarios").glob("*.yaml"))
+SCENARIOS = sorted(p for p in (ROOT / "scenarios").glob("*.yaml") if not p.name.startswith("sweep_"))
+"""Scenario files (``sweep_*.yaml`` beside them are sweep files, tested in test_sweep_file.py)."""
 _register()
 runner = CliRunner()
 

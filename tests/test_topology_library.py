@@ -22,6 +22,7 @@ NVLINK5 = 2 * 200e9 / 8 / 1e9      # 2 pairs x 200 Gb/s PAM4
 PCIE4_X16 = 16 * 16e9 * 128 / 130 / 8 / 1e9
 PCIE5_X16 = 16 * 32e9 * 128 / 130 / 8 / 1e9
 NDR = 4 * 100e9 / 8 / 1e9          # 400G InfiniBand: 4 pairs x 100 Gb/s after FEC
+C2C = 90 * 40e9 / 8 / 1e9          # NVLink-C2C: 90 signals x 40 Gb/s NRZ = 450 GB/s per direction
 
 HGX_LINKS = 8 * 18 + 8 + 4         # NVLink + GPU-to-PCIe-switch + PCIe-switch-to-CPU
 HGX_PAIRS = 8 * 18 * 2 * 2 + 12 * 16 * 2
@@ -40,6 +41,21 @@ EXPECTED = {
                        {"nvlink": 18 * NVLINK4, "pcie": PCIE5_X16, "network": NDR},
                        # halves split node 4: 4 GPUs' NVLink across, plus 36 NICs' worth of network
                        4 * 18 * NVLINK4 + 36 * NDR),
+    # 8 NVL72 racks: per rack 1,296 NVLink + 72 C2C + 72 NIC PCIe links; 576 rails + 18 leaves x
+    # 16 spines x 2; lane pairs per link: NVLink5 2x2, C2C 90x2, PCIe x16 16x2, NDR 4x2. Rank halves
+    # are racks 0-3 and 4-7: every leaf holds 16 NICs of each half, so the cut is 288 NICs.
+    "gb200_nvl72_x8_ib": (576, 8 * 18 + 34, 8 * (1296 + 72 + 72) + 576 + 576,
+                          8 * (1296 * 4 + 72 * 180 + 72 * 32) + 1152 * 8,
+                          {"nvlink": 18 * NVLINK5, "c2c": C2C, "network": NDR}, 288 * NDR),
+    "gb200_nvl72_x8_ib_2to1": (576, 8 * 18 + 26, 8 * (1296 + 72 + 72) + 576 + 288,
+                               8 * (1296 * 4 + 72 * 180 + 72 * 32) + 864 * 8,
+                               {"nvlink": 18 * NVLINK5, "c2c": C2C, "network": NDR}, 288 * NDR),
+    "gb200_nvl72_x16_ib": (1152, 16 * 18 + 68, 16 * (1296 + 72 + 72) + 1152 + 1152,
+                           16 * (1296 * 4 + 72 * 180 + 72 * 32) + 2304 * 8,
+                           {"nvlink": 18 * NVLINK5, "c2c": C2C, "network": NDR}, 576 * NDR),
+    "gb200_nvl72_x16_ib_2to1": (1152, 16 * 18 + 52, 16 * (1296 + 72 + 72) + 1152 + 576,
+                                16 * (1296 * 4 + 72 * 180 + 72 * 32) + 1728 * 8,
+                                {"nvlink": 18 * NVLINK5, "c2c": C2C, "network": NDR}, 576 * NDR),
     "pcie_server": (8, 0, 8 + 4, 12 * 16 * 2, {"pcie": PCIE5_X16}, 2 * PCIE5_X16),
     "teaching": (2, 0, 1, 4, {"nvlink": NVLINK4}, NVLINK4),
 }

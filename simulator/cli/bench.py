@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Optional
+from typing import TYPE_CHECKING, Annotated, Optional
 
 import typer
 from rich.console import Console
@@ -11,11 +11,9 @@ from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from simulator.cli.common import (ArbiterOpt, CrossbarOpt, EngineOpt, IterationsOpt, PacketBytesOpt, QueueingOpt,
                                    SeedOpt, SpeedupOpt, load_fabric, report_console, switch_flags)
 from simulator.errors import InputError
-from simulator.reports.fanout import combine
-from simulator.topology.fabric import Fabric
-from simulator.topology.routing import equal_cost_routes
-from simulator.reports.export import write_json
-from simulator.reports.nccl_table import nccl_table, nccl_text
+
+if TYPE_CHECKING:  # the CLI imports the model only when a command runs (fast --help)
+    from simulator.topology.fabric import Fabric
 
 PROGRESS_MIN_SIZES = 4
 """Show a progress bar when the sweep has at least this many sizes."""
@@ -56,6 +54,9 @@ def register(app: typer.Typer) -> None:
         text: Annotated[bool, typer.Option("--text", help="Plain nccl-tests text instead of a rich table.")] = False,
     ) -> None:
         """Sweep message sizes of one collective and print the nccl-tests columns (busbw in GB/s, 1 GB = 1e9 B)."""
+        from simulator.reports.export import write_json
+        from simulator.reports.fanout import combine
+        from simulator.reports.nccl_table import nccl_table, nccl_text
         from simulator.reports.sweeps import SweepSpec, size_list, sweep
 
         fabric = load_fabric(topology)
@@ -137,6 +138,8 @@ def _slot_timeline(fabric: Fabric, workload, result):
 
 def _credit_link(fabric: Fabric, gpus: int, link: int | None) -> int:
     """The channel to record: ``link`` if given, else GPU 0's first hop towards GPU 1 (or any GPU)."""
+    from simulator.topology.routing import equal_cost_routes
+
     if link is not None:
         if not 0 <= link < len(fabric.channels):
             raise InputError(f"{fabric.name} has channels 0..{len(fabric.channels) - 1}, not {link}", field="link")

@@ -1,5 +1,5 @@
 """The list of command modules; each defines ``register(app)``."""
 
-from simulator.cli import bench, compare, describe, lab, run, validate
+from simulator.cli import bench, chakra_example, compare, describe, lab, run, sweep, validate
 
-MODULES = [describe, bench, run, compare, validate, lab]
+MODULES = [describe, bench, run, compare, sweep, validate, lab, chakra_example]

@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import TYPE_CHECKING, Annotated, Optional
 
 import typer
 from rich.console import Console
 
 from simulator.errors import InputError
-from simulator.topology.fabric import Fabric, SwitchScheduling
+
+if TYPE_CHECKING:  # the CLI imports the model only when a command runs (fast --help)
+    from simulator.topology.fabric import Fabric, SwitchScheduling
 
 EngineOpt = Annotated[str, typer.Option(help="packet, flow, or auto (flow for very large runs).")]
 PacketBytesOpt = Annotated[Optional[int], typer.Option(
@@ -52,7 +54,7 @@ def switch_flags(arbiter: str | None, crossbar: str | None, iterations: int | No
                  queueing: str | None) -> SwitchScheduling | None:
     """The switch-scheduling flags as run defaults (None when no flag is given); bad values are
     input errors naming the flag."""
-    from simulator.topology.fabric import ALLOCATOR_NAMES
+    from simulator.topology.fabric import ALLOCATOR_NAMES, SwitchScheduling
 
     if arbiter is not None and arbiter not in ALLOCATOR_NAMES:
         raise InputError(f"unknown arbiter {arbiter!r}; choose one of {', '.join(ALLOCATOR_NAMES)}", field="--arbiter")

@@ -12,8 +12,6 @@ from rich.table import Table
 
 from simulator.cli.common import EngineOpt, load_fabric, report_console
 from simulator.errors import InputError
-from simulator.reports.validation import DEFAULT_FILE, DEFAULT_THRESHOLD_PCT
-from simulator.reports.nccl_table import how
 
 if TYPE_CHECKING:
     from simulator.reports.nccl_tests_validation import Summary
@@ -23,9 +21,10 @@ if TYPE_CHECKING:
 def register(app: typer.Typer) -> None:
     @app.command()
     def validate(
-        file: Annotated[str, typer.Option(help="Published figures (YAML).")] = str(DEFAULT_FILE),
-        threshold: Annotated[float, typer.Option(help="Fail (exit 1) if any |error| exceeds this, in %.")]
-        = DEFAULT_THRESHOLD_PCT,
+        file: Annotated[Optional[str], typer.Option(
+            help="Published figures (YAML); default validation/published.yaml.")] = None,
+        threshold: Annotated[Optional[float], typer.Option(
+            help="Fail (exit 1) if any |error| exceeds this, in %; default 10.")] = None,
         as_json: Annotated[bool, typer.Option("--json", help="Print the rows as one JSON object.")] = False,
         plot: Annotated[Optional[str], typer.Option(help="Write predicted vs published (PNG) here.")] = None,
         nccl_tests: Annotated[Optional[list[str]], typer.Option(
@@ -53,13 +52,16 @@ def register(app: typer.Typer) -> None:
         """
         import json
 
+        from simulator.reports.validation import DEFAULT_FILE, DEFAULT_THRESHOLD_PCT
+
         logs = list(nccl_tests or []) + list(more_logs or [])
         if more_logs and not nccl_tests:
             raise InputError(f"{more_logs[0]!r}: log files need --nccl-tests (validate --nccl-tests LOG... "
                              "--topology T)", field="nccl_tests")
         if logs:
             _validate_logs(logs, topology, gpus=gpus, op=op, algo=algo, protocol=protocol, engine=engine,
-                           in_place=in_place, threshold=threshold, as_json=as_json, plot=plot)
+                           in_place=in_place, threshold=DEFAULT_THRESHOLD_PCT if threshold is None else threshold,
+                           as_json=as_json, plot=plot)
             return
         for flag, value in (("topology", topology), ("gpus", gpus), ("op", op), ("in_place", in_place),
                             ("algo", algo != "auto"), ("protocol", protocol != "auto"), ("engine", engine != "auto")):
@@ -68,7 +70,8 @@ def register(app: typer.Typer) -> None:
 
         from simulator.reports.validation import load_published, predict
 
-        path = Path(file)
+        threshold = DEFAULT_THRESHOLD_PCT if threshold is None else threshold
+        path = Path(file) if file else DEFAULT_FILE
         entries = load_published(path)
         root = path.resolve().parent.parent if path.resolve().parent.name == "validation" else Path.cwd()
         console = Console(stderr=True)
@@ -98,6 +101,8 @@ def register(app: typer.Typer) -> None:
 
 
 def _table(rows: list[dict], threshold: float) -> Table:
+    from simulator.reports.nccl_table import how
+
     table = Table(title=f"Validation against published figures (pass: |error| <= {threshold:g}%)",
                   title_justify="left", title_style="bold")
     for col in ("entry", "metric", "algo/proto/ch/engine", "predicted", "published", "error %", "ok"):
@@ -173,6 +178,7 @@ def _validate_logs(logs: list[str], topology: str | None, *, gpus: int | None, o
 
 
 def _log_table(run: NcclTestsRun, rows: list[dict], system: str, in_place: bool) -> Table:
+    from simulator.reports.nccl_table import how
     from simulator.reports.nccl_tests_validation import run_label
     from simulator.units import format_bytes
 

@@ -37,6 +37,9 @@ class GpuSpec(Part):
     pcie: str
     """PCIe generation of the host interface (catalog link name)."""
     pcie_width: int = Field(gt=0)
+    c2c: str | None = None
+    """NVLink-C2C generation of the link to a Grace CPU (catalog link name), or None for a GPU whose
+    host interface is PCIe only (a superchip GPU has one C2C port besides its PCIe port)."""
 
     @property
     def ridge_bf16_flop_per_B(self) -> float:
@@ -70,6 +73,8 @@ class DevicePart(Part):
         if self.gpu is not None:
             want = {"nvlink": self.gpu.nvlinks, "pcie": 1} if self.gpu.nvlink else {"pcie": 1}
             gens = {"nvlink": self.gpu.nvlink, "pcie": self.gpu.pcie} if self.gpu.nvlink else {"pcie": self.gpu.pcie}
+            if self.gpu.c2c:
+                want, gens = {**want, "c2c": 1}, {**gens, "c2c": self.gpu.c2c}
             if self.ports != want or self.generations != gens:
                 raise ValueError(f"ports {self.ports} / generations {self.generations} disagree with the "
                                  f"gpu section (expected {want} / {gens})")

@@ -27,7 +27,8 @@ from simulator.hardware.part import Part, Seconds
 from simulator.hardware.serdes import SerDesLane
 from simulator.units import BITS_PER_BYTE
 
-FabricKind = Literal["nvlink", "pcie", "network"]
+FabricKind = Literal["nvlink", "pcie", "network", "c2c"]
+"""``c2c``: NVLink-C2C, the coherent chip-to-chip link between a Grace CPU and its GPUs."""
 
 
 class PcieCredits(Part):

@@ -12,6 +12,7 @@ SM occupancy). Output shape (``--json``)::
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
@@ -31,8 +32,8 @@ from simulator.topology.routing import equal_cost_routes
 from simulator.units import GB
 from simulator.workloads.attention import decode_step, kv_transfer, prefill, ring_attention
 from simulator.workloads.attention.model import AttentionRun, GpuRoofline
-from simulator.workloads.scenario import (CollectiveItem, CopyItem, DecodeItem, PrefillItem, RingAttentionItem,
-                                          ScenarioModel)
+from simulator.workloads.scenario import (ChakraItem, CollectiveItem, CopyItem, DecodeItem, PrefillItem,
+                                          RingAttentionItem, ScenarioModel)
 
 US = 1e6
 
@@ -179,12 +180,16 @@ def run_scenario(scenario: ScenarioModel, topologies: list[Path],
     for index, (topo, fabric) in enumerate(zip(topologies, fabrics)):
         system = SystemResult(topology=str(topo), name=fabric.name, power_W={
             "total": sum(fabric.static_power_W.values()), **fabric.static_power_W}, inventory=inventory(fabric))
+        rows = []
         for item in scenario.workloads:
             one = scenario.model_copy(update={"engine": engines[id(item)]})
-            for row in _item_rows(fabric, item, one, packet, observer, prebuilt.get((index, id(item)))):
-                system.rows.append(row)
-                if on_row:
-                    on_row(fabric.name, row)
+            rows += _item_rows(fabric, item, one, packet, observer, prebuilt.get((index, id(item))))
+        if scenario.jobs:
+            rows += job_rows(fabric, scenario, packet)
+        for row in rows:
+            system.rows.append(row)
+            if on_row:
+                on_row(fabric.name, row)
         systems.append(system)
     return systems
 
@@ -217,4 +222,73 @@ def _item_rows(fabric: Fabric, item, scenario: ScenarioModel, packet: PacketConf
                          channels=getattr(item, "channels", None), engine=scenario.engine, packet_bytes=scenario.packet_bytes, seed=scenario.seed)
         return [{"workload": item.name, "kind": item.kind, "op": item.op, **row}
                 for row in sweep(fabric, spec, observer=observer, built=built)]
+    if isinstance(item, ChakraItem):
+        return [chakra_row(fabric, item, scenario.engine, packet, observer)]
     return [attention_row(fabric, item, scenario.engine, packet, observer)]
+
+
+def chakra_row(fabric: Fabric, item: ChakraItem, engine: str, packet: PacketConfig,
+               observer: EngineObserver | None) -> dict:
+    """A Chakra trace run: step time, the slowest rank's compute and exposed communication, per-rank
+    figures (``per_rank``) and the node kinds skipped."""
+    from simulator.workloads.traces.chakra import build_chakra, load_traces, rank_report
+
+    traces = load_traces(item.chakra)
+    gpus = select_gpus(fabric, len(traces))
+    built = build_chakra(fabric, gpus, traces, gpu_roofline(fabric, gpus[0]), item.algo, item.protocol)
+    result = simulate(fabric, built.workload, engine=engine, packet=packet, observer=observer)
+    report = rank_report(built, result.finish_s)
+    slowest = max(report["per_rank"], key=lambda r: r["end_us"])
+    energy = energy_report(fabric, result)
+    return {"workload": item.name, "kind": item.kind, "time_us": report["step_us"], "ranks": len(traces),
+            "compute_us": slowest["compute_us"], "communication_us": slowest["exposed_comm_us"],
+            "bytes": built.workload.total_bytes, "busiest_link": busiest_link(fabric, result),
+            "engine": result.engine, "energy_J": energy.total_J, "avg_power_W": energy.average_power_W,
+            "skipped": "; ".join(built.warnings()) or "none", "per_rank": report["per_rank"]}
+
+
+def job_rows(fabric: Fabric, scenario: ScenarioModel, packet: PacketConfig) -> list[dict]:
+    """Each job alone, then all together: per job its time alone and together (slowdown) and the
+    physical links it shares with other jobs (links both carried bytes on when run alone)."""
+    from simulator.units import parse_size
+    from simulator.workloads.collectives import build_collective
+    from simulator.workloads.copies import COPIES, build_copy
+    from simulator.workloads.jobs import merge, place
+
+    taken: set[str] = set()
+    placed, workloads = [], []
+    for i, job in enumerate(scenario.jobs):
+        try:
+            gpus = place(fabric, job.gpus if job.gpus is not None else job.placement, job.count, taken)
+        except InputError as err:
+            raise InputError(f"job {job.name!r}: {err.message}", field=f"jobs[{i}].{err.field or 'gpus'}") from None
+        taken.update(gpus)
+        nbytes = parse_size(job.size)
+        workloads.append(build_copy(fabric, job.op, gpus, nbytes) if job.op in COPIES else
+                         build_collective(fabric, gpus, job.op, nbytes, job.algo, job.protocol))
+        placed.append(gpus)
+    alone = [simulate(fabric, w, engine=scenario.engine, packet=packet) for w in workloads]
+    merged = merge([j.name for j in scenario.jobs], workloads)
+    together = simulate(fabric, merged.workload, engine=scenario.engine, packet=packet)
+    finish = np.asarray(together.finish_s)
+    owner = np.asarray(merged.owner)
+    used = [{fabric.channels[c].link for c in np.flatnonzero(r.channel_bytes)} for r in alone]
+    first: dict[int, object] = {}
+    for ch in fabric.channels:
+        first.setdefault(ch.link, ch)
+    rows = []
+    for j, (job, gpus, w, run) in enumerate(zip(scenario.jobs, placed, workloads, alone)):
+        together_s = float(finish[owner == j].max()) if (owner == j).any() else 0.0
+        others = set().union(*(used[k] for k in range(len(used)) if k != j))
+        shared = sorted(used[j] & others)
+        pairs = Counter(f"{first[lk].src}-{first[lk].dst}" for lk in shared)
+        example = [f"{name} x{n}" if n > 1 else name for name, n in list(pairs.items())[:3]]
+        groups = sorted({fabric.nodes[g].group for g in gpus})
+        rows.append({"workload": f"job {job.name}", "kind": "job", "op": job.op, "gpus": len(gpus),
+                     "groups": len(groups), "bytes": w.meta.get("bytes"), "algo": w.meta.get("algo"),
+                     "time_us": together_s * US, "alone_us": run.makespan_s * US,
+                     "slowdown": together_s / run.makespan_s if run.makespan_s else None,
+                     "shared_links": len(shared), "shared_example": ", ".join(example) or "none",
+                     "busiest_link": busiest_link(fabric, together), "engine": together.engine,
+                     "energy_J": energy_report(fabric, run).total_J})
+    return rows

@@ -63,14 +63,17 @@ def _sweep_table(name: str, kind: str, per_system: dict[str, list[dict]], refere
     return table
 
 
-_METRICS = (("time_us", "time (us)"), ("compute_us", "compute on critical path (us)"),
+_METRICS = (("time_us", "time (us)"), ("alone_us", "time alone on the fabric (us)"),
+            ("slowdown", "slowdown (together / alone)"), ("gpus", "GPUs"), ("groups", "racks/servers used"),
+            ("shared_links", "links shared with other jobs"), ("shared_example", "shared links, e.g."),
+            ("compute_us", "compute on critical path (us)"),
             ("communication_us", "exposed communication (us)"), ("bottleneck", "bottleneck"),
             ("bytes", "bytes moved"), ("algbw_GBps", "achieved GB/s"), ("ideal_time_us", "ideal time (us)"),
             ("attention_bound", "attention kernel bound"), ("sm_occupancy", "SM occupancy"),
             ("allreduce_algo", "all-reduce algorithm"), ("link_kinds", "link kinds on path"),
             ("overlapped", "comm hidden under compute"), ("busiest_link", "busiest link"),
             ("engine", "engine"), ("energy_J", "energy (J)"), ("avg_power_W", "average power (W)"),
-            ("pJ_per_byte", "pJ per byte"))
+            ("pJ_per_byte", "pJ per byte"), ("ranks", "trace ranks"), ("skipped", "skipped trace nodes"))
 
 
 def _metric_table(name: str, kind: str, per_system: dict[str, list[dict]], reference: str) -> Table:

@@ -8,17 +8,17 @@ published``; an entry passes when ``|error_pct| <= threshold``.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Callable, Literal
+from typing import TYPE_CHECKING, Callable, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from simulator.errors import InputError
-from simulator.reports.sweeps import SweepSpec, build_workload, measure
-from simulator.topology.builder import build_fabric
-from simulator.topology.fabric import Fabric
 from simulator.topology.loader import load_yaml
 from simulator.topology.validate import validate_model
 from simulator.units import UnitError, parse_size
+
+if TYPE_CHECKING:  # engines load when a prediction runs, not when the CLI lists its options
+    from simulator.topology.fabric import Fabric
 
 DEFAULT_FILE = Path("validation/published.yaml")
 DEFAULT_THRESHOLD_PCT = 10.0
@@ -68,6 +68,9 @@ def load_published(path: str | Path = DEFAULT_FILE) -> list[Entry]:
 def predict(entries: list[Entry], root: Path, threshold_pct: float = DEFAULT_THRESHOLD_PCT,
             on_row: Callable[[dict], None] | None = None) -> list[dict]:
     """Simulate every entry; rows with ``predicted``, ``published``, ``error_pct``, ``passed``."""
+    from simulator.reports.sweeps import SweepSpec, build_workload, measure
+    from simulator.topology.builder import build_fabric
+
     fabrics: dict[str, Fabric] = {}
     rows = []
     for entry in entries:

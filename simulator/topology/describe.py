@@ -16,7 +16,7 @@ import networkx as nx
 from simulator.topology.fabric import Fabric
 from simulator.units import GB
 
-FABRICS = ("nvlink", "pcie", "network")
+FABRICS = ("nvlink", "c2c", "pcie", "network")
 NETWORK_ENDPOINTS = frozenset({"gpu", "nic"})
 """Node kinds whose network ports count towards a GPU's scale-out bandwidth."""
 
@@ -66,7 +66,11 @@ def per_gpu_GBps(fabric: Fabric, warnings: list[str] | None = None) -> dict[str,
     gpus = fabric.gpus
     if not gpus:
         return out
-    for kind in ("nvlink", "pcie"):
+    into: dict[tuple[str, str], float] = {}  # (GPU, fabric) -> ingress line rate, one pass over channels
+    for c in fabric.channels:
+        if c.dst in fabric.nodes and fabric.nodes[c.dst].kind == "gpu":
+            into[(c.dst, c.fabric)] = into.get((c.dst, c.fabric), 0.0) + c.line_rate_Bps
+    for kind in ("nvlink", "c2c", "pcie"):
         egress = {g: sum(c.line_rate_Bps for c in fabric.out_channels(g) if c.fabric == kind) for g in gpus}
         if not any(egress.values()):
             continue
@@ -74,8 +78,7 @@ def per_gpu_GBps(fabric: Fabric, warnings: list[str] | None = None) -> dict[str,
         if warnings is not None and high - low > 1e-9 * high:
             warnings.append(f"GPUs differ in {kind} bandwidth: {low / GB:g} to {high / GB:g} GB/s per "
                             f"direction; the smallest is reported")
-        ingress = min(sum(c.line_rate_Bps for c in fabric.channels if c.dst == g and c.fabric == kind)
-                      for g in gpus)
+        ingress = min(into.get((g, kind), 0.0) for g in gpus)
         out[kind] = _pair(low, ingress)
     net = [c for c in fabric.channels if c.fabric == "network" and fabric.nodes[c.src].kind in NETWORK_ENDPOINTS]
     if net:

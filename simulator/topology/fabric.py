@@ -17,8 +17,9 @@ from typing import Iterable, Literal, Mapping
 
 import networkx as nx
 
-FabricKind = Literal["nvlink", "pcie", "network"]
-"""Which interconnect a channel belongs to: NVLink (incl. NVSwitch ports), PCIe, or the scale-out network."""
+FabricKind = Literal["nvlink", "pcie", "network", "c2c"]
+"""Which interconnect a channel belongs to: NVLink (incl. NVSwitch ports), PCIe, the scale-out
+network, or NVLink-C2C (Grace CPU to GPU inside a superchip)."""
 
 NodeKind = Literal["gpu", "switch", "nic", "pcie_switch", "host"]
 """``switch`` covers NVSwitch chips and InfiniBand/Ethernet switches; ``host`` is a CPU/root complex."""

@@ -15,6 +15,7 @@ short as the one through an NVSwitch. Other pairs route over all channels.
 from __future__ import annotations
 
 import networkx as nx
+import numpy as np
 
 from simulator.topology.fabric import Fabric
 
@@ -27,11 +28,89 @@ PREFERRED_FABRICS: tuple[frozenset[str], ...] = (frozenset({"nvlink"}),)
 
 Route = tuple[int, ...]
 
+_UNREACHED = -1
 
-def _parallel(fabric: Fabric, u: str, v: str, allowed: frozenset[str] | None = None) -> list[int]:
-    if allowed is None:
-        return sorted(fabric.graph[u][v])
-    return sorted(k for k in fabric.graph[u][v] if fabric.channels[k].fabric in allowed)
+
+class _Index:
+    """The channels of some fabric kinds as integer adjacency: successors and predecessors sorted by
+    node name (so routes come out in the same deterministic order as a name-sorted search), the
+    parallel channels of each node pair, and which nodes may forward. Built once per fabric and
+    channel set; per-destination hop distances are cached beside it (``distances_to``)."""
+
+    __slots__ = ("names", "of", "succ", "pred_ptr", "pred_idx", "parallel", "transit", "dist")
+
+    def __init__(self, fabric: Fabric, allowed: frozenset[str] | None) -> None:
+        self.names = sorted(fabric.nodes)
+        self.of = {n: i for i, n in enumerate(self.names)}
+        n = len(self.names)
+        succ: list[set[int]] = [set() for _ in range(n)]
+        pred: list[set[int]] = [set() for _ in range(n)]
+        self.parallel: dict[tuple[int, int], list[int]] = {}
+        for ch in fabric.channels:  # in id order, so parallel lists are sorted
+            if allowed is not None and ch.fabric not in allowed:
+                continue
+            u, v = self.of[ch.src], self.of[ch.dst]
+            succ[u].add(v)
+            pred[v].add(u)
+            self.parallel.setdefault((u, v), []).append(ch.id)
+        self.succ = [sorted(x) for x in succ]  # indices follow name order
+        counts = np.array([len(x) for x in pred], dtype=np.int64)
+        self.pred_ptr = np.concatenate(([0], np.cumsum(counts)))
+        self.pred_idx = np.array([u for x in pred for u in sorted(x)], dtype=np.int64)
+        self.transit = np.array([fabric.nodes[m].kind not in _ENDPOINT_KINDS for m in self.names], dtype=bool)
+        self.dist: dict[int, np.ndarray | tuple[np.ndarray, np.ndarray]] = {}
+
+    def distances_to(self, dst: int) -> np.ndarray:
+        """Hops from every node to ``dst`` over paths whose interior avoids endpoints (-1: none):
+        a breadth-first search backwards from ``dst``, one whole frontier per numpy step. Kept
+        compact (int8; only the reached nodes when they are few, as over NVLink alone), so the
+        cache costs about one byte per node and destination."""
+        kept = self.dist.get(dst)
+        if kept is None:
+            kept = self.dist[dst] = self._compact(self._search(dst))
+        if isinstance(kept, tuple):
+            dense = np.full(len(self.names), _UNREACHED, dtype=np.int8)
+            dense[kept[0]] = kept[1]
+            return dense
+        return kept
+
+    def _search(self, dst: int) -> np.ndarray:
+        dist = np.full(len(self.names), _UNREACHED, dtype=np.int32)
+        dist[dst] = 0
+        frontier, d = np.array([dst], dtype=np.int64), 0
+        ptr, idx = self.pred_ptr, self.pred_idx
+        while frontier.size:
+            d += 1
+            if d > 1:  # a non-transit node ends a path: it never relays
+                frontier = frontier[self.transit[frontier]]
+            starts, ends = ptr[frontier], ptr[frontier + 1]
+            lengths = ends - starts
+            if not lengths.sum():
+                break
+            gather = np.repeat(starts - np.cumsum(lengths) + lengths, lengths) + np.arange(lengths.sum())
+            preds = idx[gather]
+            fresh = np.zeros(len(dist), dtype=bool)
+            fresh[preds[dist[preds] == _UNREACHED]] = True  # deduplicated without sorting
+            frontier = np.flatnonzero(fresh)
+            dist[frontier] = d
+        return dist
+
+    @staticmethod
+    def _compact(dist: np.ndarray) -> np.ndarray | tuple[np.ndarray, np.ndarray]:
+        if dist.max() > np.iinfo(np.int8).max:
+            raise ValueError("routes longer than 127 hops are not supported")
+        reached = np.flatnonzero(dist != _UNREACHED)
+        if 8 * len(reached) < len(dist):
+            return reached.astype(np.int32), dist[reached].astype(np.int8)
+        return dist.astype(np.int8)
+
+
+def _index(fabric: Fabric, allowed: frozenset[str] | None) -> _Index:
+    key = ("routing.index", allowed)
+    index = fabric.route_cache.get(key)
+    if index is None:
+        index = fabric.route_cache[key] = _Index(fabric, allowed)
+    return index
 
 
 def equal_cost_routes(fabric: Fabric, src: str, dst: str) -> tuple[Route, ...]:
@@ -46,6 +125,19 @@ def equal_cost_routes(fabric: Fabric, src: str, dst: str) -> tuple[Route, ...]:
     return routes
 
 
+def hop_count(fabric: Fabric, src: str, dst: str) -> int:
+    """Links on a shortest route from ``src`` to ``dst`` (the length of every route
+    ``equal_cost_routes`` gives), from the cached per-destination distances: no path enumeration."""
+    if src == dst:
+        return 0
+    for allowed in (*PREFERRED_FABRICS, None):
+        index = _index(fabric, allowed)
+        d = int(index.distances_to(index.of[dst])[index.of[src]])
+        if d != _UNREACHED:
+            return d
+    raise nx.NetworkXNoPath(f"no route from {src} to {dst}")
+
+
 def _compute_routes(fabric: Fabric, src: str, dst: str) -> tuple[Route, ...]:
     if src == dst:
         return ((),)
@@ -58,66 +150,36 @@ def _compute_routes(fabric: Fabric, src: str, dst: str) -> tuple[Route, ...]:
 
 
 def _routes_over(fabric: Fabric, src: str, dst: str, allowed: frozenset[str] | None) -> tuple[Route, ...]:
-    """Shortest-hop routes using only channels of the ``allowed`` fabrics (None: all)."""
+    """Shortest-hop routes using only channels of the ``allowed`` fabrics (None: all). Among
+    shortest node paths, parallel links are dealt out diagonally (module docstring)."""
+    index = _index(fabric, allowed)
     routes: list[Route] = []
-    for path in _shortest_node_paths(fabric, src, dst, allowed):
-        hops = [_parallel(fabric, u, v, allowed) for u, v in zip(path, path[1:])]
+    for path in _shortest_node_paths(index, index.of[src], index.of[dst]):
+        hops = [index.parallel[(u, v)] for u, v in zip(path, path[1:])]
         width = max(len(h) for h in hops)
         routes.extend(tuple(h[j % len(h)] for h in hops) for j in range(width))
     return tuple(routes)
 
 
-def _restricted_graph(fabric: Fabric, allowed: frozenset[str]) -> nx.MultiDiGraph:
-    """The fabric's graph with only channels of ``allowed`` fabrics; built once per fabric (cached
-    in ``route_cache`` under ``(None, allowed)``, a key no node pair can take)."""
-    key = (None, allowed)
-    graph = fabric.route_cache.get(key)
-    if graph is None:
-        if all(ch.fabric in allowed for ch in fabric.channels):
-            graph = fabric.graph
-        else:
-            graph = nx.MultiDiGraph()
-            graph.add_nodes_from(fabric.graph.nodes)
-            graph.add_edges_from((ch.src, ch.dst, ch.id) for ch in fabric.channels if ch.fabric in allowed)
-        fabric.route_cache[key] = graph
-    return graph
+def _shortest_node_paths(index: _Index, src: int, dst: int) -> list[list[int]]:
+    """Shortest-hop node paths whose interior avoids endpoints, at most MAX_NODE_PATHS, in name
+    order (depth first over name-sorted successors)."""
+    dist = index.distances_to(dst).tolist()
+    if dist[src] == _UNREACHED:
+        raise nx.NetworkXNoPath(f"no route from {index.names[src]} to {index.names[dst]}")
+    succ, transit = index.succ, index.transit.tolist()
+    paths: list[list[int]] = []
 
-
-def _shortest_node_paths(fabric: Fabric, src: str, dst: str,
-                         allowed: frozenset[str] | None = None) -> list[list[str]]:
-    """Shortest-hop node paths whose interior avoids endpoints, at most MAX_NODE_PATHS, sorted."""
-    graph, nodes = fabric.graph, fabric.nodes
-    if allowed is not None:
-        graph = _restricted_graph(fabric, allowed)
-
-    def transit(n: str) -> bool:
-        return nodes[n].kind not in _ENDPOINT_KINDS
-
-    dist = {dst: 0}
-    frontier = [dst]
-    while frontier and src not in dist:  # BFS backwards from dst
-        nxt = []
-        for v in frontier:
-            if v != dst and not transit(v):
-                continue
-            for u in graph.pred[v]:
-                if u not in dist:
-                    dist[u] = dist[v] + 1
-                    nxt.append(u)
-        frontier = nxt
-    if src not in dist:
-        raise nx.NetworkXNoPath(f"no route from {src} to {dst}")
-    paths: list[list[str]] = []
-
-    def walk(path: list[str]) -> None:
+    def walk(path: list[int]) -> None:
         if len(paths) >= MAX_NODE_PATHS:
             return
         u = path[-1]
         if u == dst:
             paths.append(list(path))
             return
-        for w in sorted(graph.succ[u]):
-            if dist.get(w) == dist[u] - 1 and (w == dst or transit(w)):
+        want = dist[u] - 1
+        for w in succ[u]:
+            if dist[w] == want and (w == dst or transit[w]):
                 path.append(w)
                 walk(path)
                 path.pop()

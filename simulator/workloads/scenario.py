@@ -21,7 +21,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Annotated, Literal, Union
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from simulator.errors import InputError
 from simulator.topology.loader import load_yaml
@@ -115,8 +115,51 @@ class RingAttentionItem(_ModelItem):
     """Layers to simulate (default: all of the model's)."""
 
 
+class ChakraItem(_Item):
+    """MLCommons Chakra execution traces, one ``.et`` file per rank (rank r on GPU r)."""
+
+    kind: Literal["chakra"]
+    """Selects this item: ``chakra``."""
+    name: str
+    """Label of the item in tables and JSON rows."""
+    chakra: str
+    """A folder of ``*.<rank>.et`` files or a prefix ``PREFIX`` of ``PREFIX.<rank>.et`` (relative to the
+    scenario file)."""
+    algo: str = "auto"
+    """Collective algorithm for the traces' collectives."""
+    protocol: str = "auto"
+    """Protocol for the traces' collectives (LL, LL128, Simple or auto)."""
+
+
 WorkloadItem = Annotated[Union[CollectiveItem, CopyItem, DecodeItem, PrefillItem, KvTransferItem,
-                               RingAttentionItem], Field(discriminator="kind")]
+                               RingAttentionItem, ChakraItem], Field(discriminator="kind")]
+
+
+class JobItem(_Item):
+    """One job of several sharing the fabric: its GPUs and one collective or copy of one size."""
+
+    name: str
+    """Label of the job in tables and JSON rows."""
+    gpus: list[int] | None = None
+    """Explicit GPU ranks; or leave out and give ``count`` (and ``placement``)."""
+    count: int | None = Field(default=None, ge=1)
+    """How many GPUs the placement rule picks."""
+    placement: Literal["packed", "spread"] = "packed"
+    """``packed``: first free GPUs in rank order; ``spread``: dealt round-robin over racks/servers."""
+    op: Literal["all_reduce", "all_gather", "reduce_scatter", "alltoall", "broadcast", "h2d", "d2h"]
+    """The job's collective (or host copy)."""
+    size: str = "1G"
+    """Message size (nccl-tests convention)."""
+    algo: str = "auto"
+    """Collective algorithm."""
+    protocol: str = "auto"
+    """Collective protocol."""
+
+    @model_validator(mode="after")
+    def _gpus_or_count(self) -> "JobItem":
+        if (self.gpus is None) == (self.count is None):
+            raise ValueError("give either gpus (a list of ranks) or count (with placement)")
+        return self
 
 
 class ScenarioModel(_Item):
@@ -129,7 +172,16 @@ class ScenarioModel(_Item):
     engine: Literal["packet", "flow", "auto"] = "auto"
     seed: int = 0
     packet_bytes: int | None = Field(default=None, ge=64)
-    workloads: list[WorkloadItem] = Field(min_length=1)
+    workloads: list[WorkloadItem] = []
+    """Items run one after another, each alone on the fabric."""
+    jobs: list[JobItem] = []
+    """Jobs run concurrently on the same fabric; each is also run alone to report its slowdown."""
+
+    @model_validator(mode="after")
+    def _something_to_run(self) -> "ScenarioModel":
+        if not self.workloads and not self.jobs:
+            raise ValueError("give workloads, jobs, or both")
+        return self
 
 
 def load_scenario(path: str | Path) -> tuple[ScenarioModel, list[Path]]:
@@ -145,4 +197,31 @@ def load_scenario(path: str | Path) -> tuple[ScenarioModel, list[Path]]:
         if not topo.is_file():
             raise sources.error(("topologies", i), f"no such topology file {str(topo)!r}")
         topologies.append(topo)
-    return scenario, topologies
+    _check_job_ranks(scenario, sources)
+    return _resolve_traces(scenario, path, sources), topologies
+
+
+def _check_job_ranks(scenario: ScenarioModel, sources) -> None:  # noqa: ANN001
+    """Explicit GPU lists of jobs must not overlap (placement rules are checked on the fabric)."""
+    owner: dict[int, str] = {}
+    for i, job in enumerate(scenario.jobs):
+        for rank in job.gpus or []:
+            if rank in owner:
+                raise sources.error(("jobs", i, "gpus"), f"rank {rank} is already GPU of job {owner[rank]!r}")
+            owner[rank] = job.name
+
+
+def _resolve_traces(scenario: ScenarioModel, path: Path, sources) -> ScenarioModel:  # noqa: ANN001
+    """Chakra items with their trace path made absolute and its files checked (errors at the item's line)."""
+    from simulator.workloads.traces.chakra import trace_files
+
+    items = list(scenario.workloads)
+    for i, item in enumerate(items):
+        if isinstance(item, ChakraItem):
+            where = Path(item.chakra) if Path(item.chakra).is_absolute() else path.parent / item.chakra
+            try:
+                trace_files(where)
+            except InputError as err:
+                raise sources.error(("workloads", i, "chakra"), err.message) from None
+            items[i] = item.model_copy(update={"chakra": str(where)})
+    return scenario.model_copy(update={"workloads": items})

@@ -24,7 +24,7 @@ from simulator.reports.plots._tiers import NETWORK_LEAF_TIER, NVLINK_SWITCH_TIER
 from simulator.topology.fabric import Channel, Fabric
 from simulator.units import GB
 
-FABRIC_COLOURS = {"nvlink": "#5f9e00", "pcie": "#e07b00", "network": "#1f5fbf"}
+FABRIC_COLOURS = {"nvlink": "#5f9e00", "pcie": "#e07b00", "network": "#1f5fbf", "c2c": "#8a3ffc"}
 KIND_STYLE = {  # marker, colour
     "gpu": ("s", "#2d2d2d"), "switch": ("D", "#7a1fa2"), "nic": ("^", "#1f5fbf"),
     "pcie_switch": ("v", "#e07b00"), "host": ("o", "#8c8c8c"),

@@ -20,7 +20,7 @@ NIC payload rate B_nic per node, NVLink payload rate B_nv per GPU:
 from __future__ import annotations
 
 from simulator.topology.fabric import Fabric
-from simulator.topology.routing import equal_cost_routes
+from simulator.topology.routing import hop_count
 from simulator.workloads.collectives.base import link_kind
 
 
@@ -57,7 +57,7 @@ def exit_entry(fabric: Fabric, nodes: list[tuple[str, ...]]) -> list[tuple[int, 
     """For each exit local index e: (e, entry local index x), x != e, x fewest hops from node 0's
     GPU e to node 1's GPU x (ties: smallest (x - e) mod m), every x used once."""
     m = len(nodes[0])
-    hops = [[len(equal_cost_routes(fabric, nodes[0][e], nodes[1][x])[0]) for x in range(m)] for e in range(m)]
+    hops = [[hop_count(fabric, nodes[0][e], nodes[1][x]) for x in range(m)] for e in range(m)]
     free, out = set(range(m)), []
     for e in range(m):
         choices = [x for x in free if x != e] or list(free)

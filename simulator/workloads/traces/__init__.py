@@ -1,1 +1,2 @@
-"""Traces and logs from real systems, read into plain records (nccl-tests output, ...)."""
+"""Traces and logs from other tools: MLCommons Chakra execution traces turned into transfer DAGs, nccl-tests
+output read into plain records."""

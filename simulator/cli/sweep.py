@@ -1,0 +1,109 @@
+"""``fabricsim sweep SWEEP.yaml``: the product of a sweep file's axes on a Dask cluster."""
+
+from __future__ import annotations
+
+from typing import Annotated, Optional
+
+import typer
+from rich.console import Console
+
+
+def register(app: typer.Typer) -> None:
+    @app.command()
+    def sweep(
+        sweep_file: Annotated[str, typer.Argument(metavar="SWEEP", help="Sweep file (YAML), e.g. "
+                                                  "scenarios/sweep_credit_buffer.yaml.")],
+        workers: Annotated[Optional[int], typer.Option(
+            help="Worker processes of the local Dask cluster (default: one per core).", min=1)] = None,
+        scheduler: Annotated[Optional[str], typer.Option(
+            help="Use a running Dask scheduler instead, e.g. tcp://10.0.0.5:8786.")] = None,
+        json_path: Annotated[Optional[str], typer.Option("--json", help="Write all rows as JSON here.")] = None,
+        csv_path: Annotated[Optional[str], typer.Option("--csv", help="Write all rows as CSV here.")] = None,
+        plot: Annotated[Optional[str], typer.Option(
+            help="Write the metric against the first axis (PNG) here.")] = None,
+        metric: Annotated[Optional[str], typer.Option(
+            help="Column to plot (default: busbw_GBps, simulated_GBps or time_us by base).")] = None,
+        cache: Annotated[Optional[str], typer.Option(
+            help="Result cache folder (default: $FABRICSIM_CACHE or ~/.cache/fabricsim/sweeps).")] = None,
+        no_cache: Annotated[bool, typer.Option("--no-cache", help="Simulate every point again.")] = False,
+        dry_run: Annotated[bool, typer.Option("--dry-run", help="List the points and stop.")] = False,
+    ) -> None:
+        """Run every point of a sweep file on Dask (cached by content hash); one row per point."""
+        from simulator.reports.export import write_csv, write_json
+        from simulator.reports.sweep_points import DEFAULT_METRIC, execute, result_rows
+        from simulator.reports.sweep_text import sweep_table
+        from simulator.runner.cache import ResultCache, default_dir
+        from simulator.runner.distributed import run_points
+        from simulator.runner.sweep_file import load_sweep
+
+        loaded = load_sweep(sweep_file)
+        axes = list(loaded.model.axes)
+        if dry_run:
+            for p in loaded.points:
+                typer.echo(f"{p.index:4d}  {p.digest[:12]}  " + "  ".join(f"{k}={v}" for k, v in p.axes.items()))
+            return
+        store = ResultCache(None if no_cache else (cache or default_dir()))
+        console = Console(stderr=True)
+        with (_progress(console, loaded.model.name, len(loaded.points)) if console.is_terminal else _quiet()) as bar:
+            outcomes = run_points(loaded.points, execute, workers=workers, scheduler=scheduler, cache=store,
+                                  on_outcome=lambda _o: bar.advance())
+        rows = result_rows(outcomes)
+        inputs = [sweep_file]
+        if json_path:
+            write_json(json_path, {"sweep": loaded.model.name, "axes": axes, "rows": rows}, inputs)
+        if csv_path:
+            write_csv(csv_path, rows, inputs)
+        chosen = metric or DEFAULT_METRIC[loaded.kind]
+        columns = {k for row in rows for k in row if k != "error"}
+        if plot and rows and chosen not in columns:
+            from simulator.errors import InputError
+
+            raise InputError(f"no column {chosen!r} to plot; choose one of {', '.join(sorted(columns))} "
+                             "(any --json/--csv output was written)", field="metric")
+        if plot:
+            from simulator.reports.plots.sweep import sweep_plot
+
+            sweep_plot(rows, axes, chosen, plot, title=loaded.model.name, inputs=inputs)
+        from simulator.cli.common import report_console
+
+        report_console().print(sweep_table(loaded.model.name, axes, rows, outcomes))
+        failed = [o for o in outcomes if o.error is not None]
+        if failed:
+            for o in failed:
+                typer.echo(f"fabricsim: point {o.point.index} ({', '.join(f'{k}={v}' for k, v in o.point.axes.items())})"
+                           f" failed: {o.error}", err=True)
+            raise typer.Exit(1)
+
+
+class _quiet:
+    """No progress bar (output is not a terminal)."""
+
+    def __enter__(self) -> "_quiet":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        return None
+
+    def advance(self) -> None:
+        return None
+
+
+class _progress:
+    """A rich progress bar on stderr, advanced once per finished (or cached) point."""
+
+    def __init__(self, console: Console, title: str, total: int) -> None:
+        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+        self.progress = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+                                 TimeElapsedColumn(), console=console, transient=True)
+        self.task = self.progress.add_task(title, total=total)
+
+    def __enter__(self) -> "_progress":
+        self.progress.__enter__()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.progress.__exit__(*exc)
+
+    def advance(self) -> None:
+        self.progress.advance(self.task)

@@ -1,0 +1,78 @@
+"""A sweep's metric against its first axis: one line per combination of the other axes.
+
+Numeric axis values (sizes such as "16K" are turned into bytes) go on a log axis when they span
+more than a factor of 16, else a linear one; other values (algorithm, topology file) are
+categories in file order. Failed points are left out of the lines.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Sequence
+
+from matplotlib.figure import Figure
+
+from simulator.reports.plots._figure import new_figure, palette, save_png
+from simulator.units import UnitError, parse_size
+
+
+def _number(value: Any) -> float | None:
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, (int, float)):
+        return float(value)
+    try:
+        return float(parse_size(str(value)))
+    except (UnitError, ValueError):
+        return None
+
+
+def _short(value: Any) -> str:
+    """File names without folder and suffix (topology axes), anything else as written."""
+    text = str(value)
+    return Path(text).stem if text.endswith((".yaml", ".yml")) else text
+
+
+def build_sweep_plot(rows: Sequence[dict], axes: Sequence[str], metric: str, title: str) -> Figure:
+    """The figure (see module docstring); ``rows`` as from ``sweep_points.result_rows``."""
+    x_axis, others = axes[0], list(axes[1:])
+    ok = [r for r in rows if "error" not in r and r.get(metric) is not None]
+    xs = list(dict.fromkeys(r[x_axis] for r in ok))
+    numeric = all(_number(x) is not None for x in xs)
+    fig = new_figure(7.5, 4.6)
+    ax = fig.add_subplot()
+    series: dict[tuple, list[tuple[Any, float]]] = {}
+    for r in ok:
+        series.setdefault(tuple(r[a] for a in others), []).append((r[x_axis], float(r[metric])))
+    colours = palette(max(1, len(series)))
+    styles = [("o", "-"), ("s", "--"), ("^", ":"), ("D", "-.")]  # equal series stay visible on top of each other
+    for i, (colour, (key, points)) in enumerate(zip(colours, series.items())):
+        if numeric:
+            pts = sorted((_number(x), y) for x, y in points)
+        else:
+            pts = [(xs.index(x), y) for x, y in points]
+        label = ", ".join(f"{a}={_short(v)}" for a, v in zip(others, key)) or metric
+        marker, line = styles[i % len(styles)]
+        ax.plot([p[0] for p in pts], [p[1] for p in pts], marker=marker, linestyle=line, color=colour,
+                label=label, markersize=7 - 1.5 * (i % len(styles)))
+    if numeric:
+        values = [_number(x) for x in xs]
+        if min(values) > 0 and max(values) / min(values) > 16:
+            ax.set_xscale("log", base=2 if all(isinstance(x, str) for x in xs) else 10)
+        ax.set_xticks(values, [str(x) for x in xs])
+    else:
+        ax.set_xticks(range(len(xs)), [_short(x) for x in xs],
+                      rotation=15 if len(xs) > 4 else 0)
+    ax.set_xlabel(x_axis)
+    ax.set_ylabel(f"{metric} (GB/s, 1 GB = 1e9 B)" if metric.endswith("GBps") else metric)
+    ax.set_title(title)
+    ax.grid(True, alpha=0.3)
+    if len(series) > 1 or others:
+        ax.legend(fontsize=8, loc="best")
+    return fig
+
+
+def sweep_plot(rows: Sequence[dict], axes: Sequence[str], metric: str, path: str | Path, title: str,
+               inputs: Sequence[str | Path] = ()) -> Path:
+    """Write :func:`build_sweep_plot` as PNG."""
+    return save_png(build_sweep_plot(rows, axes, metric, title), path, inputs)

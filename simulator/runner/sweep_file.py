@@ -1,0 +1,294 @@
+"""Sweep files: a base case and axes, validated with FILE:LINE errors and expanded into points.
+
+    name: Credit buffer x cable length
+    base:
+      credit_lab: {generation: nvlink5}      # or bench: {topology: ..., op: ..., bytes: ...}
+    axes:                                     #    or scenario: FILE
+      buffer: [4K, 16K, 64K]
+      cable_m: [0.5, 2, 10]
+
+The points are the product of the axes in file order (the last axis varies fastest). An axis is a
+field of the base (``bench``: topology, op, gpus, bytes, algo, protocol, engine, packet_bytes,
+seed; ``credit_lab``: generation, buffer, cable_m; ``scenario``: topology, engine, seed) or a
+dotted path into the base's topology (``topology.links.rails.cable.length``,
+``topology.enclosures.rack.links.nvlink_spine.credit_buffer``) or scenario
+(``scenario.workloads.<name>.sizes``). Each point carries a self-contained payload (the topology or
+scenario data after the axis values are set, with the source map for error messages) so a worker
+on another machine needs no file but topology-local parts files.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import itertools
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+import simulator
+from simulator.errors import InputError
+from simulator.runner.overrides import check_path, with_values
+from simulator.topology.loader import SourceMap, load_yaml
+from simulator.topology.validate import validate_model
+from simulator.units import UnitError, parse_size
+
+BASE_KINDS = ("bench", "credit_lab", "scenario")
+MAX_POINTS = 10_000
+"""A larger product is almost certainly a mistake in the file."""
+
+
+def _size(value: Any) -> int:
+    if isinstance(value, bool):
+        raise ValueError("expected a size such as 64M or 1G")
+    try:
+        nbytes = parse_size(str(value))
+    except UnitError as err:
+        raise ValueError(str(err)) from None
+    if nbytes <= 0:
+        raise ValueError("sizes must be positive")
+    return nbytes
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class BenchBase(_Model):
+    """One collective or copy on the first ``gpus`` GPUs of a topology, at one size."""
+
+    topology: str
+    """Topology file, relative to the sweep file."""
+    op: str = "all_reduce"
+    gpus: int | None = Field(None, ge=1)
+    """First N GPUs in rank order (default: all)."""
+    bytes: int = 1 << 30
+    """Message size: 64M, 1G or bytes (nccl-tests convention)."""
+    algo: str = "auto"
+    protocol: str = "auto"
+    engine: Literal["packet", "flow", "auto"] = "auto"
+    packet_bytes: int | None = Field(None, ge=64)
+    seed: int = 0
+
+    @field_validator("bytes", mode="before")
+    @classmethod
+    def _bytes(cls, value: Any) -> int:
+        return _size(value)
+
+
+class CreditLabBase(_Model):
+    """The credit lab's one saturated link (``fabricsim lab credits``) at one point."""
+
+    generation: str = "nvlink5"
+    buffer: int = 16 << 10
+    """Receive buffer per direction: 4K, 64 KiB or bytes."""
+    cable_m: float = Field(1.0, ge=0)
+
+    @field_validator("buffer", mode="before")
+    @classmethod
+    def _buffer(cls, value: Any) -> int:
+        return _size(value)
+
+
+class ScenarioBase(_Model):
+    """A scenario file run on one topology (its own, or the ``topology`` axis value)."""
+
+    scenario: str
+    """Scenario file, relative to the sweep file."""
+    topology: str | None = None
+    engine: Literal["packet", "flow", "auto"] | None = None
+    seed: int | None = None
+
+
+class BaseSpec(_Model):
+    bench: BenchBase | None = None
+    credit_lab: CreditLabBase | None = None
+    scenario: str | None = None
+    """Scenario file (relative to the sweep file)."""
+
+    @model_validator(mode="after")
+    def _one(self) -> "BaseSpec":
+        given = [k for k in BASE_KINDS if getattr(self, k) is not None]
+        if len(given) != 1:
+            raise ValueError(f"give exactly one of {', '.join(BASE_KINDS)} (got {', '.join(given) or 'none'})")
+        return self
+
+
+class SweepModel(_Model):
+    """A whole sweep file."""
+
+    name: str
+    description: str = ""
+    base: BaseSpec
+    axes: dict[str, list[Any]] = Field(min_length=1)
+    """Axis name -> values (at least one value each)."""
+
+    @field_validator("axes")
+    @classmethod
+    def _values(cls, axes: dict[str, list[Any]]) -> dict[str, list[Any]]:
+        for name, values in axes.items():
+            if not values:
+                raise ValueError(f"axis {name!r} has no values")
+        return axes
+
+
+@dataclass(frozen=True)
+class Point:
+    """One combination of axis values and what a worker needs to simulate it."""
+
+    index: int
+    axes: dict[str, Any]
+    """Axis name -> value as written in the sweep file (strings like "16K" stay strings)."""
+    payload: dict[str, Any] = field(repr=False)
+    """``kind`` plus the kind's inputs (see :func:`expand`); picklable, never mutated."""
+    digest: str = ""
+    """Content hash of the inputs and the fabricsim version (the cache key)."""
+
+
+@dataclass(frozen=True)
+class Sweep:
+    """A loaded sweep file: its model, kind, points and where it came from."""
+
+    path: Path
+    model: SweepModel
+    kind: str
+    points: list[Point]
+
+
+def load_sweep(path: str | Path) -> Sweep:
+    """Validate a sweep file and expand it; raises :class:`InputError` at FILE:LINE."""
+    path = Path(path)
+    if not path.is_file():
+        raise InputError("no such sweep file", file=str(path))
+    data, sources = load_yaml(path)
+    if not isinstance(data, dict):
+        raise InputError("a sweep file is a mapping with name, base and axes", file=str(path), line=1)
+    model = validate_model(SweepModel, data, sources)
+    kind = next(k for k in BASE_KINDS if getattr(model.base, k) is not None)
+    expander = _Expander(path, model, kind, sources)
+    return Sweep(path=path, model=model, kind=kind, points=expander.points())
+
+
+def _canonical(value: Any) -> str:
+    return json.dumps(value, sort_keys=True, default=str, separators=(",", ":"))
+
+
+class _Expander:
+    """Checks every axis against the base and turns the product of the axes into points."""
+
+    def __init__(self, path: Path, model: SweepModel, kind: str, sources: SourceMap) -> None:
+        self.path, self.model, self.kind, self.sources = path, model, kind, sources
+        self.files: dict[Path, tuple[Any, SourceMap]] = {}
+        if kind == "bench":
+            self.base = model.base.bench.model_dump()
+            self.fields, self.prefix, self.schema = set(BenchBase.model_fields), "topology.", BenchBase
+        elif kind == "credit_lab":
+            self.base = model.base.credit_lab.model_dump()
+            self.fields, self.prefix, self.schema = set(CreditLabBase.model_fields), None, CreditLabBase
+        else:
+            self.base = {"scenario": model.base.scenario}
+            self.fields, self.prefix, self.schema = {"topology", "engine", "seed"}, "scenario.", ScenarioBase
+
+    def _file(self, name: str, where: tuple) -> Path:
+        file = Path(name) if Path(name).is_absolute() else self.path.parent / name
+        if not file.is_file():
+            raise self.sources.error(where, f"no such file {str(file)!r}")
+        return file.resolve()
+
+    def _loaded(self, file: Path) -> tuple[Any, SourceMap]:
+        if file not in self.files:
+            self.files[file] = load_yaml(file)
+        return self.files[file]
+
+    def _check_axes(self) -> None:
+        for name, values in self.model.axes.items():
+            at = ("axes", name)
+            if name in self.fields:
+                for i, value in enumerate(values):
+                    try:
+                        self.schema.model_validate({**self.base, name: value})
+                    except ValidationError as err:
+                        msg = err.errors(include_url=False)[0]["msg"].removeprefix("Value error, ")
+                        raise self.sources.error(at + (i,), f"{name} = {value!r}: {msg}") from None
+                    if name == "topology":
+                        self._file(str(value), at + (i,))
+            elif self.prefix and name.startswith(self.prefix):
+                for doc in self._documents_for_paths():
+                    try:
+                        check_path(doc, name.removeprefix(self.prefix))
+                    except KeyError as err:
+                        raise self.sources.error(at, f"axis {name!r}: {err.args[0]}") from None
+            else:
+                allowed = sorted(self.fields) + ([f"{self.prefix}<path>"] if self.prefix else [])
+                raise self.sources.error(at, f"unknown axis {name!r} for a {self.kind} base; "
+                                             f"use one of {', '.join(allowed)}")
+
+    def _documents_for_paths(self) -> list[Any]:
+        """The topology (bench) or scenario documents the dotted axes will be applied to."""
+        if self.kind == "scenario":
+            return [self._loaded(self._file(self.base["scenario"], ("base", "scenario")))[0]]
+        names = self.model.axes.get("topology", [self.base["topology"]])
+        where = ("axes", "topology") if "topology" in self.model.axes else ("base", "bench", "topology")
+        return [self._loaded(self._file(str(n), where))[0] for n in names]
+
+    def points(self) -> list[Point]:
+        self._check_axes()
+        names = list(self.model.axes)
+        total = 1
+        for values in self.model.axes.values():
+            total *= len(values)
+        if total > MAX_POINTS:
+            raise self.sources.error(("axes",), f"{total} points is more than {MAX_POINTS}; split the sweep")
+        out = []
+        for i, combo in enumerate(itertools.product(*self.model.axes.values())):
+            axes = dict(zip(names, combo))
+            payload = self._payload(axes)
+            digest = hashlib.sha256(_canonical({"version": simulator.__version__, "inputs": payload["hashed"]})
+                                    .encode()).hexdigest()
+            out.append(Point(index=i, axes=axes, payload=payload, digest=digest))
+        return out
+
+    def _payload(self, axes: dict[str, Any]) -> dict[str, Any]:
+        fields = {k: v for k, v in axes.items() if k in self.fields}
+        paths = {k.removeprefix(self.prefix): v for k, v in axes.items() if self.prefix and k.startswith(self.prefix)}
+        if self.kind == "credit_lab":
+            spec = CreditLabBase.model_validate({**self.base, **fields}).model_dump()
+            return {"kind": self.kind, "spec": spec, "hashed": {"kind": self.kind, "spec": spec}}
+        if self.kind == "bench":
+            spec = BenchBase.model_validate({**self.base, **fields}).model_dump()
+            where = ("axes", "topology") if "topology" in fields else ("base", "bench", "topology")
+            file = self._file(spec["topology"], where)
+            data, sources = self._loaded(file)
+            data = with_values(data, paths)
+            spec["topology"] = str(file)
+            parts = self._parts_texts(data, sources)
+            return {"kind": self.kind, "spec": spec, "topology": data, "sources": sources,
+                    "hashed": {"kind": self.kind, "spec": {**spec, "topology": None}, "topology": data,
+                               "parts": parts}}
+        file = self._file(self.base["scenario"], ("base", "scenario"))
+        data, sources = self._loaded(file)
+        data = with_values(data, paths)
+        if "topology" in fields:
+            data = {**data, "topologies": [str(self._file(str(fields["topology"]), ("axes", "topology")))]}
+        for key in ("engine", "seed"):
+            if key in fields:
+                data = {**data, key: fields[key]}
+        topo_data = {}
+        for name in data.get("topologies", []):
+            topo = Path(name) if Path(name).is_absolute() else file.parent / name
+            if topo.is_file():
+                topo_data[str(name)] = self._loaded(topo.resolve())[0]
+        return {"kind": self.kind, "scenario": data, "sources": sources, "file": str(file),
+                "hashed": {"kind": self.kind, "scenario": data, "topologies": topo_data}}
+
+    @staticmethod
+    def _parts_texts(data: Any, sources: SourceMap) -> dict[str, str]:
+        """Text of the topology's own parts files (they change results as much as the topology)."""
+        out = {}
+        for i, name in enumerate(data.get("parts", []) if isinstance(data, dict) else []):
+            file, _ = sources.where(("parts", i))
+            path = Path(file).parent / str(name)
+            out[str(name)] = path.read_text() if path.is_file() else ""
+        return out
