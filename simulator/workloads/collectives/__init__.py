@@ -84,7 +84,11 @@ def build_collective(fabric: Fabric, gpus: list[str] | tuple[str, ...], op: str,
         raise InputError(f"channels must be at least 1, not {channels}", field="channels")
     meta_extra = {}
     if algo == "auto" or protocol == "auto":
-        algo, protocol, predicted = choose(fabric, gpus, op, nbytes, algo, protocol, table, channels)
+        algo, protocol, predicted, chosen = choose(fabric, gpus, op, nbytes, algo, protocol, table, channels,
+                                                   root=root, exposed_launch=exposed_launch)
+        if granularity == "steady":  # the candidate the tuner built is this call's workload
+            chosen.meta["predicted_s"] = predicted
+            return chosen
         meta_extra["predicted_s"] = predicted
     reason = why_not(fabric, gpus, op, algo, protocol, table)
     if reason:

@@ -80,20 +80,34 @@ class CollectiveSpec:
 
     def hop_s(self, src: str, dst: str, algo: str | None = None) -> float:
         """Latency of one pipeline step from ``src`` to ``dst`` besides the route: NCCL's protocol
-        latency for the link kinds on the way plus one slot handoff (flag write and poll)."""
+        latency for the link kinds on the way plus one slot handoff (flag write and poll).
+        Cached on the fabric per (table, algorithm, protocol, GPU architecture, pair); tables are
+        loaded once per process (``load_protocols``), so their identity is a stable key."""
+        algo = algo or self.algo
         side = self.side
-        return (self.table.hop_s(algo or self.algo, self.protocol.name, link_kind(self.fabric, src, dst))
-                + (side.flag_s if side else 0.0))
+        key = ("collectives.hop", id(self.table), algo, self.protocol.name, side.name if side else "", src, dst)
+        cache = self.fabric.route_cache
+        value = cache.get(key)
+        if value is None:
+            value = cache[key] = (self.table.hop_s(algo, self.protocol.name, link_kind(self.fabric, src, dst))
+                                  + (side.flag_s if side else 0.0))
+        return value
 
     def cta_Bps(self, src: str, dst: str, ctas: float = 1.0) -> float:
         """Rate limit (wire B/s) of a transfer that ``ctas`` channels drive from ``src`` to ``dst``:
-        min(CTA copy/reduce rate, the slot credit loop) per channel (0: no limit)."""
+        min(CTA copy/reduce rate, the slot credit loop) per channel (0: no limit). Cached on the
+        fabric per (op, protocol, GPU side, pair)."""
         side = self.side
         if side is None:
             return 0.0
-        # the FIFO between two ranks is a point-to-point connection: its handoff is a ring step's
-        return ctas * side.rate_Bps(self.op, self.protocol.efficiency, self.hop_s(src, dst, "ring"),
-                                    route_lat_s(self.fabric, src, dst))
+        key = ("collectives.cta", id(self.table), self.op, self.protocol.name, side.name, src, dst)
+        cache = self.fabric.route_cache
+        one = cache.get(key)
+        if one is None:
+            # the FIFO between two ranks is a point-to-point connection: its handoff is a ring step's
+            one = cache[key] = side.rate_Bps(self.op, self.protocol.efficiency, self.hop_s(src, dst, "ring"),
+                                             route_lat_s(self.fabric, src, dst))
+        return ctas * one
 
 
 @dataclass(slots=True)

@@ -56,6 +56,8 @@ class GpuSide:
     arch: ArchitectureSide | None
     """None: GPUs without an architecture (hand-made fabrics): no GPU-side limits."""
     library: CollectiveLibrary
+    name: str = ""
+    """The architecture's name ("" without one): what caches key on."""
 
     @classmethod
     def of(cls, fabric: Fabric, gpus: tuple[str, ...]) -> "GpuSide":
@@ -64,8 +66,8 @@ class GpuSide:
         archs = {fabric.nodes[g].architecture for g in gpus}
         if "" in archs or not archs:
             return cls(None, table.library)
-        sides = [table.architecture(a) for a in sorted(archs)]
-        return cls(min(sides, key=lambda s: s.channel_copy_Bps), table.library)
+        name = min(sorted(archs), key=lambda a: table.architecture(a).channel_copy_Bps)
+        return cls(table.architecture(name), table.library, name)
 
     # -- channels ----------------------------------------------------------------------------
     def default_channels(self, op: str, algo: str) -> int | None:

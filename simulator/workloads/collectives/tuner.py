@@ -116,15 +116,17 @@ NVLink domain NCCL runs Ring (LL, then Simple) or NVLS (measured, 2x H200, NCCL 
 
 
 def choose(fabric: Fabric, gpus: tuple[str, ...], op: str, nbytes: int, algo: str, protocol: str,
-           table: ProtocolTable, channels: int | None = None) -> tuple[str, str, float]:
-    """The (algorithm, protocol, predicted seconds) with the smallest prediction; ``auto`` in
-    either argument means "any"; ``channels`` fixes the channel count of every candidate."""
+           table: ProtocolTable, channels: int | None = None,
+           **build) -> tuple[str, str, float, Workload]:
+    """The (algorithm, protocol, predicted seconds, its workload) with the smallest prediction;
+    ``auto`` in either argument means "any"; ``channels`` fixes the channel count of every
+    candidate; ``build`` passes further ``build_collective`` arguments (root, launch) through."""
     from simulator.workloads.collectives import ALGORITHMS, build_collective, why_not
     from simulator.workloads.collectives.rails import rail_nodes
 
     algos = list(ALGORITHMS) if algo == "auto" else [algo]
     protos = list(PROTOCOL_NAMES) if protocol == "auto" else [protocol]
-    best: tuple[float, str, str] | None = None
+    best: tuple[float, str, str, Workload] | None = None
     for a in algos:
         for p in protos:
             if why_not(fabric, gpus, op, a, p, table):
@@ -133,9 +135,10 @@ def choose(fabric: Fabric, gpus: tuple[str, ...], op: str, nbytes: int, algo: st
                 continue
             if algo == "auto" and a in MULTI_NODE_ALGOS and rail_nodes(fabric, gpus) is None:
                 continue
-            t = predict_s(fabric, build_collective(fabric, gpus, op, nbytes, a, p, channels=channels, table=table))
+            workload = build_collective(fabric, gpus, op, nbytes, a, p, channels=channels, table=table, **build)
+            t = predict_s(fabric, workload)
             if best is None or t < best[0]:
-                best = (t, a, p)
+                best = (t, a, p, workload)
     if best is None:
         raise InputError(f"no algorithm/protocol can run {op} on these {len(gpus)} GPUs", field="algo")
-    return best[1], best[2], best[0]
+    return best[1], best[2], best[0], best[3]
