@@ -151,15 +151,26 @@ def test_nvls_needs_more_than_two_gpus(h200):
         build_collective(h200, h200.gpus[:2], "all_reduce", GIB, "nvls", "Simple")
 
 
-def test_nvls_at_large_rank_counts_is_paced_by_its_staging_copies():
+@pytest.mark.parametrize("nbytes", [512 * 2**20, 8 * GIB])
+def test_nvls_at_large_rank_counts_is_paced_by_its_staging_copies(nbytes):
     """NVLS stages data through its buffers: each rank copies S in and out with its NVLS channels'
-    copy warps, so busbw -> 2(n-1)/n x NVLS channels x CTA copy rate once that is below the links."""
+    copy warps (4 memory operations per byte against all_gather's 5 per link byte), in loops of
+    n chunks per channel, plus one loop of pipeline fill: t = S / (C x R) + n x chunk / R."""
+    from simulator.workloads.collectives.nvls import nvls_chunk_B
+
+    assert nvls_chunk_B(131072, 8 * GIB, 24, 72) == 65536 and nvls_chunk_B(131072, 512 * 2**20, 24, 72) == 32768
+    assert nvls_chunk_B(131072, 64 * GIB, 24, 72) == 131072
     f = build_fabric("topologies/gb200_nvl72.yaml")
-    bw = sweep(f, SweepSpec(op="all_reduce", gpus=72, sizes=(8 * GIB,), algo="nvls", engine="flow"))[0]
-    side = load_gpu_side().architecture("blackwell")
-    n = 72
-    assert bw["channels"] == side.nvls_channels
-    closed = 2 * (n - 1) / n * side.nvls_channels * side.channel_copy_Bps / 1e9
+    bw = sweep(f, SweepSpec(op="all_reduce", gpus=72, sizes=(nbytes,), algo="nvls", engine="flow"))[0]
+    table = load_gpu_side()
+    side, lib = table.architecture("blackwell"), table.library
+    n, C = 72, side.nvls_channels
+    assert bw["channels"] == C
+    rate = side.channel_copy_Bps * lib.copy_work["all_gather"] / lib.copy_work["nvls_staging"]
+    # NCCL's chunk rule (src/enqueue.cc): 64 KiB at 8 GiB, 32 KiB at 512 MiB on 24 x 72 heads
+    chunk = 65536 if nbytes > 8 * C * n * 65536 else 32768
+    t = nbytes / (C * rate) + n * chunk / rate
+    closed = 2 * (n - 1) / n * nbytes / t / 1e9
     assert bw["busbw_GBps"] == pytest.approx(closed, rel=0.02)
 
 

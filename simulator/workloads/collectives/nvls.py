@@ -13,10 +13,11 @@ The GPU side: without user-buffer registration (nccl-tests' default) NCCL stages
 NVLS buffers: each NVLS channel's CTA has scatter warps copying the user input into the buffer and
 gather warps copying the result out, concurrently with the reduce warps' multimem loads and stores.
 Each rank therefore copies S in (all_reduce, reduce_scatter; S/n for all_gather) and S out
-(all_reduce, all_gather; S/n for reduce_scatter) at the NVLS channels' copy rate: one local
-transfer per GPU paced at ``nvls channels x per-CTA copy rate`` (parts/gpu_side.yaml), running
-beside the link transfers. At large rank counts this, not the links, sets NVLS's pace:
-busbw -> 2(n-1)/n x channels x CTA copy rate.
+(all_reduce, all_gather; S/n for reduce_scatter) with its NVLS channels' copy warps: one local
+transfer per GPU paced at ``nvls channels x per-CTA staging rate`` (the measured copy CTA scaled by
+the staging copies' memory work, ``copy_work`` in parts/gpu_side.yaml), running beside the link
+transfers. At large rank counts this, not the links, sets NVLS's pace:
+busbw -> 2(n-1)/n x channels x staging rate.
 """
 
 from __future__ import annotations
@@ -97,17 +98,36 @@ def build(spec: CollectiveSpec, dag: DagBuilder) -> None:
 
 
 def _staging(dag: DagBuilder, spec: CollectiveSpec, base: float, reduce: bool, multicast: bool) -> None:
-    """Each GPU's copies into and out of the NVLS buffer, by its NVLS channels' copy warps (in and
-    out run concurrently, so the larger of the two streams sets the time)."""
+    """Each GPU's copies into and out of the NVLS buffer, by its NVLS channels' copy warps.
+
+    NCCL moves NVLS data in loops: per channel, one loop stages one chunk (``nvls_chunk_B``: at most
+    ``NCCL_NVLS_CHUNKSIZE``, less for smaller calls) for each of the n ranks' shards; the multimem reduce of a loop needs
+    every rank's copy-in of that loop, and its copy-out follows the multicast. Copy-in of loop l+1
+    overlaps copy-out of loop l, so the stream takes (loops + 1) loop times: the copies at the
+    channels' rate plus one loop of pipeline fill (which is why NVLS needs large messages on many
+    ranks: a loop grows with n)."""
     side = spec.side
     if side is None or side.arch is None:
         return
     n, S = spec.n, spec.nbytes
-    copy_in = S if reduce else S / n
-    copy_out = S if multicast else S / n
-    rate = spec.channels * side.channel_Bps("all_gather")  # a copy, whatever the op
+    stream = max(S if reduce else S / n, S if multicast else S / n)  # copy-in and copy-out overlap
+    per_channel = side.channel_Bps("nvls_staging")  # a copy in and a copy out, whatever the op
+    loop = min(n * nvls_chunk_B(side.library.nvls_chunk_B, S, spec.channels, n), stream / spec.channels)
+    fill = loop / per_channel
     for g in spec.gpus:
-        dag.add(g, g, int(round(max(copy_in, copy_out))), (), base, None, "nvls.staging", rate)
+        dag.add(g, g, int(round(stream)), (), base + fill, None, "nvls.staging", spec.channels * per_channel)
+
+
+def nvls_chunk_B(max_chunk: int, nbytes: float, channels: int, heads: int) -> int:
+    """NCCL's NVLS chunk for a call of ``nbytes`` (src/enqueue.cc, NCCL_ALGO_NVLS): the
+    ``NCCL_NVLS_CHUNKSIZE`` maximum, cut to 64, 32 and 16 KiB while the call is smaller than 64, 8 and
+    2 times ``channels x heads x chunk`` (heads: one per rank of the NVLink domain)."""
+    chunk = max_chunk
+    ops = channels * heads
+    for times, smaller in ((64, 65536), (8, 32768), (2, 16384)):
+        if nbytes < times * ops * chunk and chunk > smaller:
+            chunk = smaller
+    return chunk
 
 
 def _chunked(dag, spec, sw, members, by_gpu, eff, shares, base) -> None:
