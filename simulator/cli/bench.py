@@ -117,7 +117,11 @@ def register(app: typer.Typer) -> None:
         else:
             packets = sorted({r["packet_bytes"] for r in rows if r.get("packet_bytes")})
             note = f" (packet engine at {packets[0]} B packets)" if packets else ""
-            report_console().print(nccl_table(op, spec.gpus, rows, title=f"{fabric.name}: {op} on {spec.gpus} GPUs{note}"))
+            from simulator.reports.fit import fit
+
+            out = report_console()
+            out.print(fit(nccl_table(op, spec.gpus, rows, title=f"{fabric.name}: {op} on {spec.gpus} GPUs{note}"),
+                          out.width, optional=("type", "count (elements)")))
 
 
 def _slot_timeline(fabric: Fabric, workload, result):

@@ -28,14 +28,19 @@ def load_fabric(path: str) -> Fabric:
     return build_fabric(path)
 
 
-REPORT_WIDTH = 150
-"""Columns for tables written to a pipe or file (a terminal uses its own width)."""
+REPORT_WIDTH = 120
+"""Columns for tables written to a pipe or file when COLUMNS is not set (a terminal uses its own width)."""
 
 
 def report_console() -> Console:
-    """Console for result tables: the terminal's width, or a wide fixed width when redirected."""
+    """Console for result tables: COLUMNS if set, else the terminal's width, else :data:`REPORT_WIDTH`
+    when redirected. Tables printed on it go through :func:`simulator.reports.fit.fit`."""
+    import os
     import sys
 
+    columns = os.environ.get("COLUMNS", "")
+    if columns.isdigit() and int(columns) > 0:
+        return Console(width=int(columns))
     return Console() if sys.stdout.isatty() else Console(width=REPORT_WIDTH)
 
 

@@ -220,7 +220,7 @@ def _item_rows(fabric: Fabric, item, scenario: ScenarioModel, packet: PacketConf
         spec = SweepSpec(op=item.op, gpus=item.gpus or len(fabric.gpus), sizes=tuple(size_list(item.sizes)),
                          algo=getattr(item, "algo", "auto"), protocol=getattr(item, "protocol", "auto"),
                          channels=getattr(item, "channels", None), engine=scenario.engine, packet_bytes=scenario.packet_bytes, seed=scenario.seed)
-        return [{"workload": item.name, "kind": item.kind, "op": item.op, **row}
+        return [{"workload": item.name, "kind": item.kind, "op": item.op, "gpus": spec.gpus, **row}
                 for row in sweep(fabric, spec, observer=observer, built=built)]
     if isinstance(item, ChakraItem):
         return [chakra_row(fabric, item, scenario.engine, packet, observer)]
