@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Sequence
+
 
 class InputError(Exception):
     """Bad user input (a YAML file, a CLI argument): reported as one line, never a traceback."""
@@ -20,6 +22,21 @@ class InputError(Exception):
             where = f"{self.file}:{self.line}: " if self.line else f"{self.file}: "
         field = f"{self.field}: " if self.field else ""
         return f"{where}{field}{self.message}"
+
+
+def did_you_mean(value: str, choices: Sequence[str]) -> str:
+    """``"; did you mean 'ring'?"`` for the closest of ``choices`` (difflib), or an empty string."""
+    import difflib
+
+    folded = {c.lower(): c for c in choices}
+    close = difflib.get_close_matches(str(value).lower(), list(folded), n=1, cutoff=0.6)
+    return f"; did you mean {folded[close[0]]!r}?" if close else ""
+
+
+def unknown_choice(what: str, value: object, choices: Sequence[str], **where: object) -> InputError:
+    """The one wording of an unknown name: ``unknown algo 'rign'; choose ring, tree, ...; did you mean 'ring'?``"""
+    return InputError(f"unknown {what} {value!r}; choose {', '.join(choices)}{did_you_mean(str(value), choices)}",
+                      **where)  # type: ignore[arg-type]
 
 
 class SimulationError(Exception):

@@ -37,6 +37,8 @@ def _mapped(callback: Callable) -> Callable:
         try:
             return callback(*args, **kwargs)
         except InputError as err:
+            if err.file is None and err.field:
+                err.field = _as_flag(callback, err.field)
             typer.echo(f"fabricsim: {err}", err=True)
             raise typer.Exit(2) from None
         except SimulationError as err:
@@ -44,6 +46,27 @@ def _mapped(callback: Callable) -> Callable:
             raise typer.Exit(3) from None
 
     return run
+
+
+def _as_flag(callback: Callable, field: str) -> str:
+    """A command parameter's Python name as the user typed it (``hot_load`` -> ``--hot-load``,
+    ``json_path`` -> ``--json``, an argument -> ``TOPOLOGY``); other field names unchanged."""
+    import inspect
+
+    try:
+        param = inspect.signature(callback, eval_str=True).parameters.get(field)
+    except (NameError, TypeError):  # an annotation that cannot be evaluated here
+        param = None
+    if param is None:
+        return field
+    for meta in getattr(param.annotation, "__metadata__", ()):
+        if isinstance(meta, typer.models.ArgumentInfo):
+            return field.upper()
+        if isinstance(meta, typer.models.OptionInfo):
+            decls = [d for d in (meta.param_decls or ()) if d.startswith("--")]
+            if decls:
+                return decls[0]
+    return "--" + field.replace("_", "-")
 
 
 def _wrap_all(typer_app: typer.Typer) -> None:

@@ -25,7 +25,7 @@ def register(app: typer.Typer) -> None:
         topology: Annotated[str, typer.Argument(help="Topology YAML, e.g. topologies/hgx_h100.yaml.")],
         op: Annotated[str, typer.Option(help="all_reduce, all_gather, reduce_scatter, alltoall, broadcast, "
                                              "sendrecv, or a copy: h2d, d2h, p2p.")] = "all_reduce",
-        gpus: Annotated[Optional[int], typer.Option(help="Use the first N GPUs (default: all).")] = None,
+        gpus: Annotated[Optional[int], typer.Option(min=1, help="Use the first N GPUs (default: all).")] = None,
         sizes: Annotated[str, typer.Option(help="1K:8G (doubling), a list 1M,64M, or one size.")] = "1M:1G",
         algo: Annotated[str, typer.Option(help="ring, tree, direct, nvls, hierarchical or auto.")] = "auto",
         protocol: Annotated[str, typer.Option(help="LL, LL128, Simple or auto (like NCCL_PROTO).")] = "auto",

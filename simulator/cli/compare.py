@@ -18,7 +18,7 @@ def register(app: typer.Typer) -> None:
     def compare(
         topologies: Annotated[list[str], typer.Argument(help="Two or more topology YAML files.")],
         op: Annotated[Optional[str], typer.Option(help="Collective or copy to compare (with --sizes).")] = None,
-        gpus: Annotated[Optional[int], typer.Option(help="First N GPUs of each system (default: all).")] = None,
+        gpus: Annotated[Optional[int], typer.Option(min=1, help="First N GPUs of each system (default: all).")] = None,
         sizes: Annotated[str, typer.Option(help="1K:8G (doubling), a list 1M,64M, or one size.")] = "1M,64M,1G",
         scenario: Annotated[Optional[str], typer.Option(help="Run this scenario's workloads instead of --op.")] = None,
         engine: EngineOpt = "auto",
