@@ -24,6 +24,25 @@ class InputError(Exception):
         return f"{where}{field}{self.message}"
 
 
+class InputErrors(InputError):
+    """Several problems found at once (every mistake of a scenario file, each with its FILE:LINE)."""
+
+    def __init__(self, errors: Sequence[InputError]) -> None:
+        super().__init__(f"{len(errors)} problems", file=None)
+        self.errors = list(errors)
+
+    def __str__(self) -> str:
+        return "\n".join(str(e) for e in self.errors)
+
+
+def raise_all(errors: Sequence[InputError]) -> None:
+    """Raise nothing, the one error, or all of them together."""
+    if len(errors) == 1:
+        raise errors[0]
+    if errors:
+        raise InputErrors(errors)
+
+
 def did_you_mean(value: str, choices: Sequence[str]) -> str:
     """``"; did you mean 'ring'?"`` for the closest of ``choices`` (difflib), or an empty string."""
     import difflib

@@ -37,9 +37,10 @@ def _mapped(callback: Callable) -> Callable:
         try:
             return callback(*args, **kwargs)
         except InputError as err:
-            if err.file is None and err.field:
-                err.field = _as_flag(callback, err.field)
-            typer.echo(f"fabricsim: {err}", err=True)
+            for one in getattr(err, "errors", [err]):  # InputErrors: every problem, one line each
+                if one.file is None and one.field:
+                    one.field = _as_flag(callback, one.field)
+                typer.echo(f"fabricsim: {one}", err=True)
             raise typer.Exit(2) from None
         except SimulationError as err:
             typer.echo(f"fabricsim: simulation stopped: {err}", err=True)

@@ -42,7 +42,13 @@ def register(app: typer.Typer) -> None:
             model, _ = load_scenario(scenario)
             model = model.model_copy(update={"topologies": topologies, "engine": engine})
         else:
-            kind = CopyItem if op in ("h2d", "d2h", "p2p") else CollectiveItem
+            from simulator.errors import unknown_choice
+            from simulator.workloads.collectives import OPS
+            from simulator.workloads.copies import COPIES
+
+            if op not in (*OPS, *COPIES):
+                raise unknown_choice("op", op, [*OPS, *COPIES], field="op")
+            kind = CopyItem if op in COPIES else CollectiveItem
             item = kind.model_validate({"kind": kind.model_fields["kind"].annotation.__args__[0],
                                         "name": f"{op}{f' {gpus} GPUs' if gpus else ''}", "op": op,
                                         "sizes": sizes, **({"gpus": gpus} if gpus else {})})
