@@ -70,6 +70,8 @@ class SweepSpec:
     seed: int = 0
     switch: SwitchScheduling | None = None
     """Packet engine: switch scheduling defaults (arbiter, crossbar, iterations, speedup, queueing)."""
+    root: int = 0
+    """Rank of the root of broadcast (nccl-tests -r)."""
 
 
 def select_gpus(fabric: Fabric, count: int) -> list[str]:
@@ -87,7 +89,7 @@ def build_workload(fabric: Fabric, spec: SweepSpec, nbytes: int) -> Workload:
     if spec.op not in OPS:
         raise unknown_choice("op", spec.op, OPS + COPIES, field="op")
     return build_collective(fabric, gpus, spec.op, nbytes, algo=spec.algo, protocol=spec.protocol,
-                            channels=spec.channels)
+                            channels=spec.channels, root=spec.root)
 
 
 def run_one(fabric: Fabric, workload: Workload, spec: SweepSpec,
