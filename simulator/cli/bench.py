@@ -9,7 +9,7 @@ from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
 from simulator.cli.common import (ArbiterOpt, CrossbarOpt, EngineOpt, IterationsOpt, PacketBytesOpt, QueueingOpt,
-                                   SeedOpt, SpeedupOpt, load_fabric, report_console, switch_flags)
+                                   JSON_HELP, SeedOpt, SpeedupOpt, load_fabric, report_console, switch_flags)
 from simulator.errors import InputError
 
 if TYPE_CHECKING:  # the CLI imports the model only when a command runs (fast --help)
@@ -48,15 +48,15 @@ def register(app: typer.Typer) -> None:
         iterations: IterationsOpt = None,
         speedup: SpeedupOpt = None,
         queueing: QueueingOpt = None,
-        json_path: Annotated[Optional[str], typer.Option("--json", help="Write rows as JSON here.")] = None,
-        plot: Annotated[Optional[str], typer.Option(help="Write busbw vs size (PNG) here.")] = None,
+        json_path: Annotated[Optional[str], typer.Option("--json", help="Write rows as JSON here" + JSON_HELP)] = None,
+        plot: Annotated[Optional[str], typer.Option(help="Write busbw vs size (.png, or .svg/.pdf for vector) here.")] = None,
         heatmap: Annotated[Optional[str], typer.Option(
-            help="Write the link-utilization heatmap of the largest size (PNG) here.")] = None,
+            help="Write the link-utilization heatmap of the largest size (.png, or .svg/.pdf for vector) here.")] = None,
         trace: Annotated[Optional[str], typer.Option(
             help="Write a Perfetto/Chrome trace (JSON) of the packet-engine runs here.")] = None,
         credit_plot: Annotated[Optional[str], typer.Option(
             help="Write credit occupancy and queue depth over time of one link, and the NCCL FIFO slots "
-                 "of one channel (PNG; packet engine).")] = None,
+                 "of one channel (.png/.svg/.pdf; packet engine).")] = None,
         link: Annotated[Optional[int], typer.Option(
             help="Channel id for --credit-plot (default: GPU 0's first link towards GPU 1).")] = None,
         text: Annotated[bool, typer.Option("--text", help="Plain nccl-tests text instead of a rich table.")] = False,
@@ -132,13 +132,13 @@ def register(app: typer.Typer) -> None:
             busbw_vs_size({fabric.name: [(r["bytes"], r["busbw_GBps"]) for r in rows]}, path=plot,
                           title=f"{op} on {spec.gpus} GPUs")
         if text:
-            typer.echo(nccl_text(op, spec.gpus, rows, dtype=dtype, root=root))
+            typer.echo(nccl_text(op, spec.gpus, rows, dtype=dtype, root=root), err=json_path == "-")
         else:
             packets = sorted({r["packet_bytes"] for r in rows if r.get("packet_bytes")})
             note = f" (packet engine at {packets[0]} B packets)" if packets else ""
             from simulator.reports.fit import fit
 
-            out = report_console()
+            out = report_console(stderr=json_path == "-")
             out.print(fit(nccl_table(op, spec.gpus, rows, title=f"{fabric.name}: {op} on {spec.gpus} GPUs{note}",
                                      dtype=dtype, root=root),
                           out.width, optional=("#wrong", "redop", "type", "count (elements)", "root")))

@@ -32,16 +32,22 @@ REPORT_WIDTH = 120
 """Columns for tables written to a pipe or file when COLUMNS is not set (a terminal uses its own width)."""
 
 
-def report_console() -> Console:
+def report_console(stderr: bool = False) -> Console:
     """Console for result tables: COLUMNS if set, else the terminal's width, else :data:`REPORT_WIDTH`
-    when redirected. Tables printed on it go through :func:`simulator.reports.fit.fit`."""
+    when redirected. ``stderr`` when standard output carries data (``--json -``). Tables printed
+    on it go through :func:`simulator.reports.fit.fit`."""
     import os
     import sys
 
+    stream = sys.stderr if stderr else sys.stdout
     columns = os.environ.get("COLUMNS", "")
     if columns.isdigit() and int(columns) > 0:
-        return Console(width=int(columns))
-    return Console() if sys.stdout.isatty() else Console(width=REPORT_WIDTH)
+        return Console(width=int(columns), stderr=stderr)
+    return Console(stderr=stderr) if stream.isatty() else Console(width=REPORT_WIDTH, stderr=stderr)
+
+
+JSON_HELP = " ('-' for standard output; tables then go to standard error)"
+"""Appended to the help of every --json option that writes a file."""
 
 
 ArbiterOpt = Annotated[Optional[str], typer.Option(

@@ -8,7 +8,7 @@ from typing import Annotated, Optional
 import typer
 from rich.console import Console
 
-from simulator.cli.common import EngineOpt, report_console
+from simulator.cli.common import JSON_HELP, EngineOpt, report_console
 from simulator.errors import InputError
 from simulator.reports.export import write_json
 
@@ -22,9 +22,9 @@ def register(app: typer.Typer) -> None:
         sizes: Annotated[str, typer.Option(help="1K:8G (doubling), a list 1M,64M, or one size.")] = "1M,64M,1G",
         scenario: Annotated[Optional[str], typer.Option(help="Run this scenario's workloads instead of --op.")] = None,
         engine: EngineOpt = "auto",
-        json_path: Annotated[Optional[str], typer.Option("--json", help="Write the comparison as JSON here.")] = None,
-        plot: Annotated[Optional[str], typer.Option(help="Write busbw vs size (PNG) here.")] = None,
-        power_plot: Annotated[Optional[str], typer.Option(help="Write the power breakdown (PNG) here.")] = None,
+        json_path: Annotated[Optional[str], typer.Option("--json", help="Write the comparison as JSON here" + JSON_HELP)] = None,
+        plot: Annotated[Optional[str], typer.Option(help="Write busbw vs size (.png, or .svg/.pdf for vector) here.")] = None,
+        power_plot: Annotated[Optional[str], typer.Option(help="Write the power breakdown (.png, or .svg/.pdf for vector) here.")] = None,
     ) -> None:
         """Compare systems: time, busbw, p99 latency, energy per op, static power, with a ratio column."""
         from simulator.reports.scenario_run import run_scenario
@@ -57,7 +57,7 @@ def register(app: typer.Typer) -> None:
         with Console(stderr=True).status("simulating") as status:
             systems = run_scenario(model, [Path(t) for t in topologies],
                                    on_row=lambda name, row: status.update(f"{name}: {row['workload']}"))
-        print_scenario(model, systems, report_console())
+        print_scenario(model, systems, report_console(stderr=json_path == "-"))
         inputs = [*topologies, *([scenario] if scenario else [])]
         if json_path:
             write_json(json_path, {"systems": [s.as_dict() for s in systems]}, inputs)

@@ -15,7 +15,7 @@ def register(app: typer.Typer) -> None:
     def describe(
         topology: Annotated[str, typer.Argument(help="Topology YAML file, e.g. topologies/gb200_nvl72.yaml.")],
         as_json: Annotated[bool, typer.Option("--json", help="Print exactly one JSON object on stdout.")] = False,
-        plot: Annotated[Optional[str], typer.Option(help="Write a drawing of the topology in tiers (PNG) here.")] = None,
+        plot: Annotated[Optional[str], typer.Option(help="Write a drawing of the topology in tiers (.png, or .svg/.pdf for vector) here.")] = None,
     ) -> None:
         """Summarize a topology: devices, links, per-GPU and bisection bandwidth, static power."""
         from simulator.topology.builder import build_fabric

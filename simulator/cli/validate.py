@@ -26,7 +26,7 @@ def register(app: typer.Typer) -> None:
         threshold: Annotated[Optional[float], typer.Option(
             help="Fail (exit 1) if any |error| exceeds this, in %; default 10.")] = None,
         as_json: Annotated[bool, typer.Option("--json", help="Print the rows as one JSON object.")] = False,
-        plot: Annotated[Optional[str], typer.Option(help="Write predicted vs published (PNG) here.")] = None,
+        plot: Annotated[Optional[str], typer.Option(help="Write predicted vs published (.png, or .svg/.pdf for vector) here.")] = None,
         nccl_tests: Annotated[Optional[list[str]], typer.Option(
             "--nccl-tests", help="nccl-tests output (all_reduce_perf ... > LOG) to predict size by size; "
                                  "more LOGs may follow as arguments. Needs --topology.")] = None,
@@ -127,7 +127,7 @@ def _validate_logs(logs: list[str], topology: str | None, *, gpus: int | None, o
         raise InputError("--nccl-tests needs --topology T, the topology YAML of the measured system",
                          field="topology")
     if plot and any(Path(plot).resolve() == Path(item).resolve() for item in [*logs, topology]):
-        raise InputError("refusing to overwrite an input file with the plot; name another PNG", field="plot")
+        raise InputError("refusing to overwrite an input file with the plot; name another file", field="plot")
     runs = [run for log in logs for run in parse_log(log, op=op)]
     fabric = load_fabric(topology)
     console = Console(stderr=True)
