@@ -24,8 +24,22 @@ app = typer.Typer(
 )
 
 
+def _version(value: bool) -> None:
+    if value:
+        from importlib.metadata import PackageNotFoundError, version
+
+        try:
+            typer.echo(f"fabricsim {version('fabricsim')}")
+        except PackageNotFoundError:  # run from a checkout that was never installed
+            typer.echo("fabricsim (not installed; running from a source checkout)")
+        raise typer.Exit()
+
+
 @app.callback()
-def _root() -> None:
+def _root(
+    version: bool = typer.Option(False, "--version", callback=_version, is_eager=True,
+                                 help="Print the version and exit."),
+) -> None:
     """Simulate GPU interconnects: describe topologies, run scenarios, benchmark collectives."""
 
 

@@ -22,7 +22,7 @@ PROGRESS_MIN_SIZES = 4
 def register(app: typer.Typer) -> None:
     @app.command()
     def bench(
-        topology: Annotated[str, typer.Argument(help="Topology YAML, e.g. topologies/hgx_h100.yaml.")],
+        topology: Annotated[str, typer.Argument(help="Topology YAML, or a shipped topology by name (hgx_h100; see fabricsim list).")],
         op: Annotated[str, typer.Option(help="all_reduce, all_gather, reduce_scatter, alltoall, broadcast, "
                                              "sendrecv, or a copy: h2d, d2h, p2p.")] = "all_reduce",
         gpus: Annotated[Optional[int], typer.Option(min=1, help="Use the first N GPUs (default: all).")] = None,
@@ -107,7 +107,9 @@ def register(app: typer.Typer) -> None:
                 rows = sweep(fabric, spec, on_row=lambda _row: progress.advance(task), **kwargs)
         else:
             rows = sweep(fabric, spec, **kwargs)
-        inputs = [topology]
+        from simulator.cli.common import topology_path
+
+        inputs = [str(topology_path(topology))]
         if heatmap:
             from simulator.reports.plots import link_utilization_heatmap
 

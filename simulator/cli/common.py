@@ -20,12 +20,21 @@ SeedOpt = Annotated[int, typer.Option(help="Seed of the run's random generator (
 
 
 def load_fabric(path: str) -> Fabric:
-    """Build a topology file into a fabric; a missing file is an input error, not a traceback."""
+    """Build a topology file (a path, or a shipped topology's name) into a fabric; a missing file is
+    an input error, not a traceback."""
     from simulator.topology.builder import build_fabric
 
-    if not Path(path).is_file():
-        raise InputError("no such topology file", file=path)
-    return build_fabric(path)
+    found = topology_path(path)
+    if not found.is_file():
+        raise InputError("no such topology file (nor a shipped topology of that name: see fabricsim list)", file=path)
+    return build_fabric(found)
+
+
+def topology_path(name: str) -> Path:
+    """A topology file by path, or a shipped one by name (``gb200_nvl72``)."""
+    from simulator.shipped import find
+
+    return find(name, "topologies")
 
 
 REPORT_WIDTH = 120

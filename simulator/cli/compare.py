@@ -16,7 +16,7 @@ from simulator.reports.export import write_json
 def register(app: typer.Typer) -> None:
     @app.command()
     def compare(
-        topologies: Annotated[list[str], typer.Argument(help="Two or more topology YAML files.")],
+        topologies: Annotated[list[str], typer.Argument(help="Two or more topology YAML files or shipped names (hgx_h100).")],
         op: Annotated[Optional[str], typer.Option(help="Collective or copy to compare (with --sizes).")] = None,
         gpus: Annotated[Optional[int], typer.Option(min=1, help="First N GPUs of each system (default: all).")] = None,
         sizes: Annotated[str, typer.Option(help="1K:8G (doubling), a list 1M,64M, or one size.")] = "1M,64M,1G",
@@ -35,9 +35,13 @@ def register(app: typer.Typer) -> None:
             raise InputError("compare needs two or more topology files", field="topologies")
         if (op is None) == (scenario is None):
             raise InputError("give either --op (with --sizes) or --scenario", field="op")
+        from simulator.cli.common import topology_path
+
         for topo in topologies:
-            if not Path(topo).is_file():
-                raise InputError("no such topology file", file=topo)
+            if not topology_path(topo).is_file():
+                raise InputError("no such topology file (nor a shipped topology of that name: see fabricsim list)",
+                                 file=topo)
+        topologies = [str(topology_path(t)) for t in topologies]
         if scenario:
             model, _ = load_scenario(scenario)
             model = model.model_copy(update={"topologies": topologies, "engine": engine})

@@ -13,15 +13,15 @@ from rich.table import Table
 def register(app: typer.Typer) -> None:
     @app.command()
     def describe(
-        topology: Annotated[str, typer.Argument(help="Topology YAML file, e.g. topologies/gb200_nvl72.yaml.")],
+        topology: Annotated[str, typer.Argument(help="Topology YAML file, or a shipped topology by name (gb200_nvl72; see fabricsim list).")],
         as_json: Annotated[bool, typer.Option("--json", help="Print exactly one JSON object on stdout.")] = False,
         plot: Annotated[Optional[str], typer.Option(help="Write a drawing of the topology in tiers (.png, or .svg/.pdf for vector) here.")] = None,
     ) -> None:
         """Summarize a topology: devices, links, per-GPU and bisection bandwidth, static power."""
-        from simulator.topology.builder import build_fabric
+        from simulator.cli.common import load_fabric
         from simulator.topology.describe import describe as summarize
 
-        fabric = build_fabric(topology)
+        fabric = load_fabric(topology)
         summary = summarize(fabric)
         if plot:
             from simulator.reports.plots import topology_drawing

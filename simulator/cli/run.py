@@ -14,7 +14,7 @@ from simulator.reports.export import write_csv, write_json
 def register(app: typer.Typer) -> None:
     @app.command()
     def run(
-        scenario: Annotated[str, typer.Argument(help="Scenario YAML, e.g. scenarios/nvl72_vs_hopper.yaml.")],
+        scenario: Annotated[str, typer.Argument(help="Scenario YAML, or a shipped scenario by name (nvl72_vs_hopper; see fabricsim list).")],
         json_path: Annotated[Optional[str], typer.Option("--json", help="Write all rows as JSON here" + JSON_HELP)] = None,
         csv_path: Annotated[Optional[str], typer.Option("--csv", help="Write all rows as CSV here.")] = None,
         trace: Annotated[Optional[str], typer.Option(
@@ -26,6 +26,9 @@ def register(app: typer.Typer) -> None:
         from simulator.reports.scenario_text import print_scenario, scenario_plot
         from simulator.workloads.scenario import load_scenario
 
+        from simulator.shipped import find
+
+        scenario = str(find(scenario, "scenarios"))
         model, topologies = load_scenario(scenario)
         inputs = [scenario, *map(str, topologies)]
         observer = None

@@ -38,6 +38,9 @@ def register(app: typer.Typer) -> None:
         from simulator.runner.distributed import run_points
         from simulator.runner.sweep_file import load_sweep
 
+        from simulator.shipped import find
+
+        sweep_file = str(find(sweep_file, "scenarios"))
         loaded = load_sweep(sweep_file)
         axes = list(loaded.model.axes)
         if dry_run:

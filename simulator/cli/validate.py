@@ -71,7 +71,9 @@ def register(app: typer.Typer) -> None:
         from simulator.reports.validation import load_published, predict
 
         threshold = DEFAULT_THRESHOLD_PCT if threshold is None else threshold
-        path = Path(file) if file else DEFAULT_FILE
+        from simulator.shipped import find
+
+        path = Path(file) if file else find(DEFAULT_FILE, "validation")
         entries = load_published(path)
         root = path.resolve().parent.parent if path.resolve().parent.name == "validation" else Path.cwd()
         console = Console(stderr=True)
