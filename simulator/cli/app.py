@@ -26,12 +26,9 @@ app = typer.Typer(
 
 def _version(value: bool) -> None:
     if value:
-        from importlib.metadata import PackageNotFoundError, version
+        from simulator import __version__
 
-        try:
-            typer.echo(f"fabricsim {version('fabricsim')}")
-        except PackageNotFoundError:  # run from a checkout that was never installed
-            typer.echo("fabricsim (not installed; running from a source checkout)")
+        typer.echo(f"fabricsim {__version__}")
         raise typer.Exit()
 
 

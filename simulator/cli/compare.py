@@ -29,7 +29,7 @@ def register(app: typer.Typer) -> None:
         """Compare systems: time, busbw, p99 latency, energy per op, static power, with a ratio column."""
         from simulator.reports.scenario_run import run_scenario
         from simulator.reports.scenario_text import print_scenario, scenario_plot
-        from simulator.workloads.scenario import CollectiveItem, CopyItem, ScenarioModel, load_scenario
+        from simulator.workloads.scenario import load_scenario, op_scenario
 
         if len(topologies) < 2:
             raise InputError("compare needs two or more topology files", field="topologies")
@@ -46,18 +46,7 @@ def register(app: typer.Typer) -> None:
             model, _ = load_scenario(scenario)
             model = model.model_copy(update={"topologies": topologies, "engine": engine})
         else:
-            from simulator.errors import unknown_choice
-            from simulator.workloads.collectives import OPS
-            from simulator.workloads.copies import COPIES
-
-            if op not in (*OPS, *COPIES):
-                raise unknown_choice("op", op, [*OPS, *COPIES], field="op")
-            kind = CopyItem if op in COPIES else CollectiveItem
-            item = kind.model_validate({"kind": kind.model_fields["kind"].annotation.__args__[0],
-                                        "name": f"{op}{f' {gpus} GPUs' if gpus else ''}", "op": op,
-                                        "sizes": sizes, **({"gpus": gpus} if gpus else {})})
-            model = ScenarioModel(name=f"{op} on {' vs '.join(Path(t).stem for t in topologies)}",
-                                  topologies=topologies, engine=engine, workloads=[item])
+            model = op_scenario(topologies, op, sizes, gpus, engine)
         with Console(stderr=True).status("simulating") as status:
             systems = run_scenario(model, [Path(t) for t in topologies],
                                    on_row=lambda name, row: status.update(f"{name}: {row['workload']}"))

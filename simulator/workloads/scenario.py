@@ -187,6 +187,30 @@ class ScenarioModel(_Item):
         return self
 
 
+def op_scenario(topologies: list[str], op: str, sizes: str, gpus: int | None = None,
+                engine: str = "auto") -> ScenarioModel:
+    """A one-item scenario: ``op`` at ``sizes`` on the first ``gpus`` GPUs of every topology
+    (``fabricsim compare --op``); bad values are input errors naming the field."""
+    from pydantic import ValidationError
+
+    from simulator.errors import unknown_choice
+    from simulator.workloads.collectives import OPS
+    from simulator.workloads.copies import COPIES
+
+    if op not in (*OPS, *COPIES):
+        raise unknown_choice("op", op, [*OPS, *COPIES], field="op")
+    kind = CopyItem if op in COPIES else CollectiveItem
+    try:
+        item = kind.model_validate({"kind": "copy" if op in COPIES else "collective",
+                                    "name": f"{op}{f' {gpus} GPUs' if gpus else ''}", "op": op,
+                                    "sizes": sizes, **({"gpus": gpus} if gpus else {})})
+        return ScenarioModel(name=f"{op} on {' vs '.join(Path(t).stem for t in topologies)}",
+                             topologies=list(topologies), engine=engine, workloads=[item])  # type: ignore[arg-type]
+    except ValidationError as err:
+        first = err.errors(include_url=False)[0]
+        raise InputError(first["msg"], field=str(first["loc"][-1]) if first["loc"] else None) from None
+
+
 def load_scenario(path: str | Path) -> tuple[ScenarioModel, list[Path]]:
     """Validate a scenario file; return it and its topology paths resolved against the file."""
     path = Path(path)
