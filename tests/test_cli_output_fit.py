@@ -76,3 +76,10 @@ def test_summary_never_says_faster_by_1x():
     assert "about as fast" in same and "faster" not in same
     apart = comparison_summary([_system("A", 100.0), _system("B", 200.0)])
     assert "A is faster than B by 2x" in apart
+
+
+def test_describe_fits_80_columns():
+    result = runner.invoke(app, ["describe", "gb200_nvl72_x8_ib"], env={"COLUMNS": "80"})
+    assert result.exit_code == 0, result.output
+    assert "…" not in result.output
+    assert max(len(line) for line in result.output.splitlines()) <= 80

@@ -30,7 +30,9 @@ def register(app: typer.Typer) -> None:
         if as_json:
             typer.echo(json.dumps(summary))
         else:
-            print_summary(summary, Console())
+            from simulator.cli.common import report_console
+
+            print_summary(summary, report_console())
 
 
 def _table(title: str, *columns: str) -> Table:
@@ -61,7 +63,9 @@ def print_summary(s: dict[str, Any], console: Console) -> None:
         bw.add_row(f"per GPU, {fabric}", _n(v["per_direction"]), _n(v["bidirectional"]))
     bis = s["bisection_GBps"]
     bw.add_row("bisection (rank halves, max flow)", _n(bis["per_direction"]), _n(bis["bidirectional"]))
-    console.print(bw)
+    from simulator.reports.fit import fit
+
+    console.print(fit(bw, console.width))
     power = _table("Static interconnect power", "component", "W")
     for kind, watts in s["power_W"].items():
         if kind != "total":

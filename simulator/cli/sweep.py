@@ -71,7 +71,10 @@ def register(app: typer.Typer) -> None:
             sweep_plot(rows, axes, chosen, plot, title=loaded.model.name, inputs=inputs)
         from simulator.cli.common import report_console
 
-        report_console(stderr=json_path == "-").print(sweep_table(loaded.model.name, axes, rows, outcomes))
+        from simulator.reports.fit import fit
+
+        out = report_console(stderr=json_path == "-")
+        out.print(fit(sweep_table(loaded.model.name, axes, rows, outcomes), out.width))
         failed = [o for o in outcomes if o.error is not None]
         if failed:
             for o in failed:

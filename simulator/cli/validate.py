@@ -83,9 +83,12 @@ def register(app: typer.Typer) -> None:
         if as_json:
             typer.echo(json.dumps({"threshold_pct": threshold, "rows": rows, "failed": len(failed)}))
         else:
-            Console().print(_table(rows, threshold))
+            from simulator.reports.fit import fit
+
+            out = report_console()
+            out.print(fit(_table(rows, threshold), out.width))
             worst = max(rows, key=lambda r: abs(r["error_pct"]))
-            Console().print(f"{len(rows) - len(failed)} of {len(rows)} within {threshold:g}%; worst: "
+            out.print(f"{len(rows) - len(failed)} of {len(rows)} within {threshold:g}%; worst: "
                             f"{worst['name']} ({worst['error_pct']:+.1f}%).")
         if plot:
             from simulator.reports.plots import busbw_vs_size
@@ -153,9 +156,11 @@ def _validate_logs(logs: list[str], topology: str | None, *, gpus: int | None, o
                                          "summary": summarize(rows).as_dict(),
                                          "rows": rows} for run, rows in results]}))
     else:
+        from simulator.reports.fit import fit
+
         out = report_console()
         for run, rows in results:
-            out.print(_log_table(run, rows, fabric.name, in_place))
+            out.print(fit(_log_table(run, rows, fabric.name, in_place), out.width))
             for note in settings_for(run, algo, protocol).notes:
                 out.print(f"  from the log: {note}", highlight=False)
             out.print(_summary_line(summarize(rows), "  this log"), highlight=False)
