@@ -118,3 +118,9 @@ def test_compare_unknown_op_suggests_and_gpu_count_names_the_flag():
     result = runner.invoke(app, ["compare", *tops, "--op", "all_reduce", "--sizes", "1M", "--gpus", "16"])
     assert result.exit_code == 2
     assert "fabricsim: --gpus: asks for 16 GPUs, but pcie_server.yaml" in result.output
+
+
+def test_lab_errors_name_the_flag_not_the_python_field():
+    result = runner.invoke(app, ["lab", "hol", "--hot-load", "1.5"])
+    assert result.exit_code == 2
+    assert "fabricsim: --hot-load: hot load is a fraction" in result.output and "hot_load" not in result.output
