@@ -4,3 +4,17 @@ Data flows one way: YAML -> validated model (topology) -> graph (topology) -> en
 """
 
 __version__ = "0.1.0"
+
+_API = ("load_topology", "bench", "run_scenario", "compare", "BenchResult", "ScenarioResult")
+
+
+def __getattr__(name: str):  # noqa: ANN202
+    """The public API (:mod:`simulator.api`), imported on first use so ``fabricsim --help`` stays fast."""
+    if name in _API:
+        from simulator import api
+
+        return getattr(api, name)
+    raise AttributeError(f"module 'simulator' has no attribute {name!r}")
+
+
+__all__ = [*_API, "__version__"]

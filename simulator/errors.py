@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Sequence
+
 
 class InputError(Exception):
     """Bad user input (a YAML file, a CLI argument): reported as one line, never a traceback."""
@@ -20,6 +22,40 @@ class InputError(Exception):
             where = f"{self.file}:{self.line}: " if self.line else f"{self.file}: "
         field = f"{self.field}: " if self.field else ""
         return f"{where}{field}{self.message}"
+
+
+class InputErrors(InputError):
+    """Several problems found at once (every mistake of a scenario file, each with its FILE:LINE)."""
+
+    def __init__(self, errors: Sequence[InputError]) -> None:
+        super().__init__(f"{len(errors)} problems", file=None)
+        self.errors = list(errors)
+
+    def __str__(self) -> str:
+        return "\n".join(str(e) for e in self.errors)
+
+
+def raise_all(errors: Sequence[InputError]) -> None:
+    """Raise nothing, the one error, or all of them together."""
+    if len(errors) == 1:
+        raise errors[0]
+    if errors:
+        raise InputErrors(errors)
+
+
+def did_you_mean(value: str, choices: Sequence[str]) -> str:
+    """``"; did you mean 'ring'?"`` for the closest of ``choices`` (difflib), or an empty string."""
+    import difflib
+
+    folded = {c.lower(): c for c in choices}
+    close = difflib.get_close_matches(str(value).lower(), list(folded), n=1, cutoff=0.6)
+    return f"; did you mean {folded[close[0]]!r}?" if close else ""
+
+
+def unknown_choice(what: str, value: object, choices: Sequence[str], **where: object) -> InputError:
+    """The one wording of an unknown name: ``unknown algo 'rign'; choose ring, tree, ...; did you mean 'ring'?``"""
+    return InputError(f"unknown {what} {value!r}; choose {', '.join(choices)}{did_you_mean(str(value), choices)}",
+                      **where)  # type: ignore[arg-type]
 
 
 class SimulationError(Exception):

@@ -109,12 +109,21 @@ EXAMPLES: dict[str, str] = {
 
 
 def parse_size(text: str) -> int:
-    """Message sizes as nccl-tests writes them: 1K = 1024 B, 8G = 8 GiB, also '1 MiB', '512'."""
-    match = re.match(r"^\s*(\d+)\s*([KMGT]?)(i?B?)\s*$", text.strip())
+    """Message sizes as nccl-tests writes them, one letter binary in either case: 1K = 1k = 1024 B,
+    8G = 8g = 8 GiB; binary units '1 MiB'; and, by this module's one rule that decimal prefixes are
+    decimal, '1 MB' = 10^6 B and '1 GB' = 10^9 B; '512' is bytes."""
+    match = re.match(r"^\s*(\d+)\s*([KMGTkmgt]?)(i?B?)\s*$", text.strip())
     if not match:
-        raise UnitError(f"cannot read {text!r} as a message size such as '1K', '64M', '8G' or '1 MiB'")
-    mult = {"": 1, "K": KiB, "M": MiB, "G": GiB, "T": 2**40}[match.group(2)]
-    return int(match.group(1)) * mult
+        raise UnitError(f"cannot read {text!r} as a message size such as '1K', '64M', '8G', '1 MiB' or '1 MB'")
+    number, prefix, unit = int(match.group(1)), match.group(2).upper(), match.group(3)
+    if unit == "B" and prefix:  # MB, GB: decimal (10^6, 10^9), as in GB/s
+        return number * int(_SI[prefix])
+    if unit == "i":
+        raise UnitError(f"cannot read {text!r} as a message size: write '{number}{prefix}iB' or '{number}{prefix}'")
+    if unit == "iB" and not prefix:
+        raise UnitError(f"cannot read {text!r} as a message size such as '1 MiB'")
+    mult = {"": 1, "K": KiB, "M": MiB, "G": GiB, "T": 2**40}[prefix]
+    return number * mult
 
 
 def format_bytes(n: float) -> str:

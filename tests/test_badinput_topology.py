@@ -58,4 +58,5 @@ def test_missing_file() -> None:
     proc = _run("no/such/topology.yaml")
     assert proc.returncode == 2
     assert "Traceback" not in proc.stderr
-    assert proc.stderr.strip() == "fabricsim: no/such/topology.yaml: no such file"
+    assert proc.stderr.strip() == (
+        "fabricsim: no/such/topology.yaml: no such topology file (nor a shipped topology of that name: see fabricsim list)")

@@ -32,3 +32,12 @@ def test_parse_size_is_binary():
     assert parse_size("1K") == 1024
     assert parse_size("8G") == 8 * GiB
     assert parse_size("1 MiB") == 2**20
+
+
+def test_parse_size_lowercase_is_binary_like_nccl_tests_and_MB_is_decimal():
+    assert parse_size("1m") == parse_size("1M") == 2**20
+    assert parse_size("256k") == 256 * 1024 and parse_size("2g") == 2 * GiB
+    assert parse_size("1MB") == 10**6 and parse_size("1 GB") == 10**9  # decimal prefixes are decimal
+    assert parse_size("1 MiB") == 2**20 and parse_size("512B") == 512
+    with pytest.raises(UnitError, match="1MiB"):
+        parse_size("1Mi")

@@ -136,7 +136,8 @@ FALLBACK: dict[tuple[str, str], str] = {
     ("ScenarioModel", "workloads"): "Workload items, each selected by its `kind` (below).",
     ("CollectiveItem", "name"): "Row label in the output.",
     ("CollectiveItem", "op"): "Collective operation (nccl-tests size convention: see model.md).",
-    ("CollectiveItem", "sizes"): "`1K:8G` (doubling), a list `1M,64M`, or one size; 1K = 1024 B.",
+    ("CollectiveItem", "sizes"): ("`1K:8G` (doubling), a list `1M,64M`, or one size; 1K = 1k = 1024 B as in "
+                                  "nccl-tests, `1 MiB` = 2^20 B, `1MB` = 10^6 B."),
     ("CollectiveItem", "algo"): "`ring`, `tree`, `direct`, `nvls`, `hierarchical` or `auto` (tuner picks).",
     ("CollectiveItem", "protocol"): "`LL`, `LL128`, `Simple` or `auto` (tuner picks).",
     ("CopyItem", "name"): "Row label in the output.",

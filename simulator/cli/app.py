@@ -24,8 +24,19 @@ app = typer.Typer(
 )
 
 
+def _version(value: bool) -> None:
+    if value:
+        from simulator import __version__
+
+        typer.echo(f"fabricsim {__version__}")
+        raise typer.Exit()
+
+
 @app.callback()
-def _root() -> None:
+def _root(
+    version: bool = typer.Option(False, "--version", callback=_version, is_eager=True,
+                                 help="Print the version and exit."),
+) -> None:
     """Simulate GPU interconnects: describe topologies, run scenarios, benchmark collectives."""
 
 
@@ -37,13 +48,37 @@ def _mapped(callback: Callable) -> Callable:
         try:
             return callback(*args, **kwargs)
         except InputError as err:
-            typer.echo(f"fabricsim: {err}", err=True)
+            for one in getattr(err, "errors", [err]):  # InputErrors: every problem, one line each
+                if one.file is None and one.field:
+                    one.field = _as_flag(callback, one.field)
+                typer.echo(f"fabricsim: {one}", err=True)
             raise typer.Exit(2) from None
         except SimulationError as err:
             typer.echo(f"fabricsim: simulation stopped: {err}", err=True)
             raise typer.Exit(3) from None
 
     return run
+
+
+def _as_flag(callback: Callable, field: str) -> str:
+    """A command parameter's Python name as the user typed it (``hot_load`` -> ``--hot-load``,
+    ``json_path`` -> ``--json``, an argument -> ``TOPOLOGY``); other field names unchanged."""
+    import inspect
+
+    try:
+        param = inspect.signature(callback, eval_str=True).parameters.get(field)
+    except (NameError, TypeError):  # an annotation that cannot be evaluated here
+        param = None
+    if param is None:
+        return field
+    for meta in getattr(param.annotation, "__metadata__", ()):
+        if isinstance(meta, typer.models.ArgumentInfo):
+            return field.upper()
+        if isinstance(meta, typer.models.OptionInfo):
+            decls = [d for d in (meta.param_decls or ()) if d.startswith("--")]
+            if decls:
+                return decls[0]
+    return "--" + field.replace("_", "-")
 
 
 def _wrap_all(typer_app: typer.Typer) -> None:

@@ -9,7 +9,7 @@ from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
 from simulator.cli.common import (ArbiterOpt, CrossbarOpt, EngineOpt, IterationsOpt, PacketBytesOpt, QueueingOpt,
-                                   SeedOpt, SpeedupOpt, load_fabric, report_console, switch_flags)
+                                   JSON_HELP, SeedOpt, SpeedupOpt, load_fabric, report_console, switch_flags)
 from simulator.errors import InputError
 
 if TYPE_CHECKING:  # the CLI imports the model only when a command runs (fast --help)
@@ -22,11 +22,19 @@ PROGRESS_MIN_SIZES = 4
 def register(app: typer.Typer) -> None:
     @app.command()
     def bench(
-        topology: Annotated[str, typer.Argument(help="Topology YAML, e.g. topologies/hgx_h100.yaml.")],
+        topology: Annotated[str, typer.Argument(help="Topology YAML, or a shipped topology by name (hgx_h100; see fabricsim list).")],
         op: Annotated[str, typer.Option(help="all_reduce, all_gather, reduce_scatter, alltoall, broadcast, "
                                              "sendrecv, or a copy: h2d, d2h, p2p.")] = "all_reduce",
-        gpus: Annotated[Optional[int], typer.Option(help="Use the first N GPUs (default: all).")] = None,
+        gpus: Annotated[Optional[int], typer.Option(min=1, help="Use the first N GPUs (default: all).")] = None,
         sizes: Annotated[str, typer.Option(help="1K:8G (doubling), a list 1M,64M, or one size.")] = "1M:1G",
+        step_factor: Annotated[int, typer.Option(
+            "--step-factor", "-f", min=2, help="Multiply the size by this between LO and HI of --sizes LO:HI "
+                                              "(nccl-tests -f; default 2).")] = 2,
+        dtype: Annotated[str, typer.Option(
+            "--dtype", "-d", help="Data type, as nccl-tests -d: float, half, bfloat16, int8, int32, double, "
+                                  "f8e4m3, ...; sets the count column and rounds sizes to whole elements.")] = "float",
+        root: Annotated[int, typer.Option(
+            "--root", "-r", min=0, help="Root rank of broadcast (nccl-tests -r); -1 is printed for ops without a root.")] = 0,
         algo: Annotated[str, typer.Option(help="ring, tree, direct, nvls, hierarchical or auto.")] = "auto",
         protocol: Annotated[str, typer.Option(help="LL, LL128, Simple or auto (like NCCL_PROTO).")] = "auto",
         channels: Annotated[Optional[int], typer.Option(
@@ -40,15 +48,15 @@ def register(app: typer.Typer) -> None:
         iterations: IterationsOpt = None,
         speedup: SpeedupOpt = None,
         queueing: QueueingOpt = None,
-        json_path: Annotated[Optional[str], typer.Option("--json", help="Write rows as JSON here.")] = None,
-        plot: Annotated[Optional[str], typer.Option(help="Write busbw vs size (PNG) here.")] = None,
+        json_path: Annotated[Optional[str], typer.Option("--json", help="Write rows as JSON here" + JSON_HELP)] = None,
+        plot: Annotated[Optional[str], typer.Option(help="Write busbw vs size (.png, or .svg/.pdf for vector) here.")] = None,
         heatmap: Annotated[Optional[str], typer.Option(
-            help="Write the link-utilization heatmap of the largest size (PNG) here.")] = None,
+            help="Write the link-utilization heatmap of the largest size (.png, or .svg/.pdf for vector) here.")] = None,
         trace: Annotated[Optional[str], typer.Option(
             help="Write a Perfetto/Chrome trace (JSON) of the packet-engine runs here.")] = None,
         credit_plot: Annotated[Optional[str], typer.Option(
             help="Write credit occupancy and queue depth over time of one link, and the NCCL FIFO slots "
-                 "of one channel (PNG; packet engine).")] = None,
+                 "of one channel (.png/.svg/.pdf; packet engine).")] = None,
         link: Annotated[Optional[int], typer.Option(
             help="Channel id for --credit-plot (default: GPU 0's first link towards GPU 1).")] = None,
         text: Annotated[bool, typer.Option("--text", help="Plain nccl-tests text instead of a rich table.")] = False,
@@ -59,8 +67,19 @@ def register(app: typer.Typer) -> None:
         from simulator.reports.nccl_table import nccl_table, nccl_text
         from simulator.reports.sweeps import SweepSpec, size_list, sweep
 
+        from simulator.errors import unknown_choice
+        from simulator.metrics.collective_stats import TYPE_SIZE
+        from simulator.reports.nccl_table import round_to_elements
+
+        if dtype not in TYPE_SIZE:
+            raise unknown_choice("dtype", dtype, list(TYPE_SIZE), field="dtype")
         fabric = load_fabric(topology)
-        spec = SweepSpec(op=op, gpus=gpus or len(fabric.gpus), sizes=tuple(size_list(sizes)), algo=algo,
+        n = gpus or len(fabric.gpus)
+        if root >= n:
+            raise InputError(f"root rank {root} does not exist: the run has ranks 0..{n - 1}", field="root")
+        wanted = size_list(sizes, step_factor)
+        rounded = tuple(dict.fromkeys(round_to_elements(op, s, n, dtype) for s in wanted))
+        spec = SweepSpec(op=op, gpus=n, sizes=rounded, algo=algo, root=root,
                          protocol=protocol, channels=channels, engine=engine, packet_bytes=packet_bytes, seed=seed,
                          switch=switch_flags(arbiter, crossbar, iterations, speedup, queueing))
         tracer = recorder = None
@@ -88,7 +107,9 @@ def register(app: typer.Typer) -> None:
                 rows = sweep(fabric, spec, on_row=lambda _row: progress.advance(task), **kwargs)
         else:
             rows = sweep(fabric, spec, **kwargs)
-        inputs = [topology]
+        from simulator.cli.common import topology_path
+
+        inputs = [str(topology_path(topology))]
         if heatmap:
             from simulator.reports.plots import link_utilization_heatmap
 
@@ -106,18 +127,23 @@ def register(app: typer.Typer) -> None:
                               label=f"channel {recorder.cid}", slots=_slot_timeline(fabric, workloads[-1], last[-1]))
         if json_path:
             write_json(json_path, {"topology": topology, "op": op, "gpus": spec.gpus, "algo": algo,
-                                   "engine": engine, "rows": rows}, inputs)
+                                   "engine": engine, "dtype": dtype, "root": root, "rows": rows}, inputs)
         if plot:
             from simulator.reports.plots import busbw_vs_size
 
             busbw_vs_size({fabric.name: [(r["bytes"], r["busbw_GBps"]) for r in rows]}, path=plot,
                           title=f"{op} on {spec.gpus} GPUs")
         if text:
-            typer.echo(nccl_text(op, spec.gpus, rows))
+            typer.echo(nccl_text(op, spec.gpus, rows, dtype=dtype, root=root), err=json_path == "-")
         else:
             packets = sorted({r["packet_bytes"] for r in rows if r.get("packet_bytes")})
             note = f" (packet engine at {packets[0]} B packets)" if packets else ""
-            report_console().print(nccl_table(op, spec.gpus, rows, title=f"{fabric.name}: {op} on {spec.gpus} GPUs{note}"))
+            from simulator.reports.fit import fit
+
+            out = report_console(stderr=json_path == "-")
+            out.print(fit(nccl_table(op, spec.gpus, rows, title=f"{fabric.name}: {op} on {spec.gpus} GPUs{note}",
+                                     dtype=dtype, root=root),
+                          out.width, optional=("#wrong", "redop", "type", "count (elements)", "root")))
 
 
 def _slot_timeline(fabric: Fabric, workload, result):

@@ -20,23 +20,43 @@ SeedOpt = Annotated[int, typer.Option(help="Seed of the run's random generator (
 
 
 def load_fabric(path: str) -> Fabric:
-    """Build a topology file into a fabric; a missing file is an input error, not a traceback."""
+    """Build a topology file (a path, or a shipped topology's name) into a fabric; a missing file is
+    an input error, not a traceback."""
     from simulator.topology.builder import build_fabric
 
-    if not Path(path).is_file():
-        raise InputError("no such topology file", file=path)
-    return build_fabric(path)
+    found = topology_path(path)
+    if not found.is_file():
+        raise InputError("no such topology file (nor a shipped topology of that name: see fabricsim list)", file=path)
+    return build_fabric(found)
 
 
-REPORT_WIDTH = 150
-"""Columns for tables written to a pipe or file (a terminal uses its own width)."""
+def topology_path(name: str) -> Path:
+    """A topology file by path, or a shipped one by name (``gb200_nvl72``)."""
+    from simulator.shipped import find
+
+    return find(name, "topologies")
 
 
-def report_console() -> Console:
-    """Console for result tables: the terminal's width, or a wide fixed width when redirected."""
+REPORT_WIDTH = 120
+"""Columns for tables written to a pipe or file when COLUMNS is not set (a terminal uses its own width)."""
+
+
+def report_console(stderr: bool = False) -> Console:
+    """Console for result tables: COLUMNS if set, else the terminal's width, else :data:`REPORT_WIDTH`
+    when redirected. ``stderr`` when standard output carries data (``--json -``). Tables printed
+    on it go through :func:`simulator.reports.fit.fit`."""
+    import os
     import sys
 
-    return Console() if sys.stdout.isatty() else Console(width=REPORT_WIDTH)
+    stream = sys.stderr if stderr else sys.stdout
+    columns = os.environ.get("COLUMNS", "")
+    if columns.isdigit() and int(columns) > 0:
+        return Console(width=int(columns), stderr=stderr)
+    return Console(stderr=stderr) if stream.isatty() else Console(width=REPORT_WIDTH, stderr=stderr)
+
+
+JSON_HELP = " ('-' for standard output; tables then go to standard error)"
+"""Appended to the help of every --json option that writes a file."""
 
 
 ArbiterOpt = Annotated[Optional[str], typer.Option(

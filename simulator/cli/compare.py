@@ -8,7 +8,7 @@ from typing import Annotated, Optional
 import typer
 from rich.console import Console
 
-from simulator.cli.common import EngineOpt, report_console
+from simulator.cli.common import JSON_HELP, EngineOpt, report_console
 from simulator.errors import InputError
 from simulator.reports.export import write_json
 
@@ -16,42 +16,41 @@ from simulator.reports.export import write_json
 def register(app: typer.Typer) -> None:
     @app.command()
     def compare(
-        topologies: Annotated[list[str], typer.Argument(help="Two or more topology YAML files.")],
+        topologies: Annotated[list[str], typer.Argument(help="Two or more topology YAML files or shipped names (hgx_h100).")],
         op: Annotated[Optional[str], typer.Option(help="Collective or copy to compare (with --sizes).")] = None,
-        gpus: Annotated[Optional[int], typer.Option(help="First N GPUs of each system (default: all).")] = None,
+        gpus: Annotated[Optional[int], typer.Option(min=1, help="First N GPUs of each system (default: all).")] = None,
         sizes: Annotated[str, typer.Option(help="1K:8G (doubling), a list 1M,64M, or one size.")] = "1M,64M,1G",
         scenario: Annotated[Optional[str], typer.Option(help="Run this scenario's workloads instead of --op.")] = None,
         engine: EngineOpt = "auto",
-        json_path: Annotated[Optional[str], typer.Option("--json", help="Write the comparison as JSON here.")] = None,
-        plot: Annotated[Optional[str], typer.Option(help="Write busbw vs size (PNG) here.")] = None,
-        power_plot: Annotated[Optional[str], typer.Option(help="Write the power breakdown (PNG) here.")] = None,
+        json_path: Annotated[Optional[str], typer.Option("--json", help="Write the comparison as JSON here" + JSON_HELP)] = None,
+        plot: Annotated[Optional[str], typer.Option(help="Write busbw vs size (.png, or .svg/.pdf for vector) here.")] = None,
+        power_plot: Annotated[Optional[str], typer.Option(help="Write the power breakdown (.png, or .svg/.pdf for vector) here.")] = None,
     ) -> None:
         """Compare systems: time, busbw, p99 latency, energy per op, static power, with a ratio column."""
         from simulator.reports.scenario_run import run_scenario
         from simulator.reports.scenario_text import print_scenario, scenario_plot
-        from simulator.workloads.scenario import CollectiveItem, CopyItem, ScenarioModel, load_scenario
+        from simulator.workloads.scenario import load_scenario, op_scenario
 
         if len(topologies) < 2:
             raise InputError("compare needs two or more topology files", field="topologies")
         if (op is None) == (scenario is None):
             raise InputError("give either --op (with --sizes) or --scenario", field="op")
+        from simulator.cli.common import topology_path
+
         for topo in topologies:
-            if not Path(topo).is_file():
-                raise InputError("no such topology file", file=topo)
+            if not topology_path(topo).is_file():
+                raise InputError("no such topology file (nor a shipped topology of that name: see fabricsim list)",
+                                 file=topo)
+        topologies = [str(topology_path(t)) for t in topologies]
         if scenario:
             model, _ = load_scenario(scenario)
             model = model.model_copy(update={"topologies": topologies, "engine": engine})
         else:
-            kind = CopyItem if op in ("h2d", "d2h", "p2p") else CollectiveItem
-            item = kind.model_validate({"kind": kind.model_fields["kind"].annotation.__args__[0],
-                                        "name": f"{op}{f' {gpus} GPUs' if gpus else ''}", "op": op,
-                                        "sizes": sizes, **({"gpus": gpus} if gpus else {})})
-            model = ScenarioModel(name=f"{op} on {' vs '.join(Path(t).stem for t in topologies)}",
-                                  topologies=topologies, engine=engine, workloads=[item])
+            model = op_scenario(topologies, op, sizes, gpus, engine)
         with Console(stderr=True).status("simulating") as status:
             systems = run_scenario(model, [Path(t) for t in topologies],
                                    on_row=lambda name, row: status.update(f"{name}: {row['workload']}"))
-        print_scenario(model, systems, report_console())
+        print_scenario(model, systems, report_console(stderr=json_path == "-"))
         inputs = [*topologies, *([scenario] if scenario else [])]
         if json_path:
             write_json(json_path, {"systems": [s.as_dict() for s in systems]}, inputs)

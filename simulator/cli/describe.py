@@ -13,15 +13,15 @@ from rich.table import Table
 def register(app: typer.Typer) -> None:
     @app.command()
     def describe(
-        topology: Annotated[str, typer.Argument(help="Topology YAML file, e.g. topologies/gb200_nvl72.yaml.")],
+        topology: Annotated[str, typer.Argument(help="Topology YAML file, or a shipped topology by name (gb200_nvl72; see fabricsim list).")],
         as_json: Annotated[bool, typer.Option("--json", help="Print exactly one JSON object on stdout.")] = False,
-        plot: Annotated[Optional[str], typer.Option(help="Write a drawing of the topology in tiers (PNG) here.")] = None,
+        plot: Annotated[Optional[str], typer.Option(help="Write a drawing of the topology in tiers (.png, or .svg/.pdf for vector) here.")] = None,
     ) -> None:
         """Summarize a topology: devices, links, per-GPU and bisection bandwidth, static power."""
-        from simulator.topology.builder import build_fabric
+        from simulator.cli.common import load_fabric
         from simulator.topology.describe import describe as summarize
 
-        fabric = build_fabric(topology)
+        fabric = load_fabric(topology)
         summary = summarize(fabric)
         if plot:
             from simulator.reports.plots import topology_drawing
@@ -30,7 +30,9 @@ def register(app: typer.Typer) -> None:
         if as_json:
             typer.echo(json.dumps(summary))
         else:
-            print_summary(summary, Console())
+            from simulator.cli.common import report_console
+
+            print_summary(summary, report_console())
 
 
 def _table(title: str, *columns: str) -> Table:
@@ -61,7 +63,9 @@ def print_summary(s: dict[str, Any], console: Console) -> None:
         bw.add_row(f"per GPU, {fabric}", _n(v["per_direction"]), _n(v["bidirectional"]))
     bis = s["bisection_GBps"]
     bw.add_row("bisection (rank halves, max flow)", _n(bis["per_direction"]), _n(bis["bidirectional"]))
-    console.print(bw)
+    from simulator.reports.fit import fit
+
+    console.print(fit(bw, console.width))
     power = _table("Static interconnect power", "component", "W")
     for kind, watts in s["power_W"].items():
         if kind != "total":

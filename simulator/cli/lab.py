@@ -22,7 +22,7 @@ lab_app = typer.Typer(help="Teaching labs: the credit loop, switch arbitration, 
                       no_args_is_help=True)
 
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print the rows as JSON on stdout (nothing else).")]
-PlotOpt = Annotated[Optional[str], typer.Option(help="Write the lab's figure (PNG) here.")]
+PlotOpt = Annotated[Optional[str], typer.Option(help="Write the lab's figure (.png, or .svg/.pdf for vector) here.")]
 CABLE_LABEL = {"copper_passive": "Cu", "copper_active": "ACC", "optical": "optic"}
 """Short cable names for narrow tables (passive copper, active copper cable, optics)."""
 GenerationOpt = Annotated[str, typer.Option(help="Link generation from the hardware catalog.")]
@@ -191,7 +191,7 @@ def switch(
     seed: Annotated[int, typer.Option(help="Seed of the traffic and of random allocators.")] = 0,
     as_json: JsonOpt = False,
     plot: Annotated[Optional[str], typer.Option(
-        help="Write the lab's figure (PNG) here: throughput bars and delay-vs-load curves.")] = None,
+        help="Write the lab's figure (.png, or .svg/.pdf for vector) here: throughput bars and delay-vs-load curves.")] = None,
 ) -> None:
     """N x N switch, uniform i.i.d. traffic: saturation throughput, VOQ fairness and delay per
     design (FIFO, VOQ + PIM / RRM / iSLIP k=1..4, output queueing), beside the published values."""

@@ -7,25 +7,28 @@ from typing import Annotated, Optional
 import typer
 from rich.console import Console
 
-from simulator.cli.common import report_console
+from simulator.cli.common import JSON_HELP, report_console
 from simulator.reports.export import write_csv, write_json
 
 
 def register(app: typer.Typer) -> None:
     @app.command()
     def run(
-        scenario: Annotated[str, typer.Argument(help="Scenario YAML, e.g. scenarios/nvl72_vs_hopper.yaml.")],
-        json_path: Annotated[Optional[str], typer.Option("--json", help="Write all rows as JSON here.")] = None,
+        scenario: Annotated[str, typer.Argument(help="Scenario YAML, or a shipped scenario by name (nvl72_vs_hopper; see fabricsim list).")],
+        json_path: Annotated[Optional[str], typer.Option("--json", help="Write all rows as JSON here" + JSON_HELP)] = None,
         csv_path: Annotated[Optional[str], typer.Option("--csv", help="Write all rows as CSV here.")] = None,
         trace: Annotated[Optional[str], typer.Option(
             help="Write a Perfetto/Chrome trace (JSON) of the packet-engine runs here.")] = None,
-        plot: Annotated[Optional[str], typer.Option(help="Write busbw vs size (or power) as PNG here.")] = None,
+        plot: Annotated[Optional[str], typer.Option(help="Write busbw vs size (or power) as .png, .svg or .pdf here.")] = None,
     ) -> None:
         """Run a scenario; with two or more topologies, compare them side by side."""
         from simulator.reports.scenario_run import run_scenario
         from simulator.reports.scenario_text import print_scenario, scenario_plot
         from simulator.workloads.scenario import load_scenario
 
+        from simulator.shipped import find
+
+        scenario = str(find(scenario, "scenarios"))
         model, topologies = load_scenario(scenario)
         inputs = [scenario, *map(str, topologies)]
         observer = None
@@ -37,7 +40,7 @@ def register(app: typer.Typer) -> None:
         with console.status(f"running {model.name}") as status:
             systems = run_scenario(model, topologies, observer=observer,
                                    on_row=lambda sysname, row: status.update(f"{sysname}: {row['workload']}"))
-        print_scenario(model, systems, report_console())
+        print_scenario(model, systems, report_console(stderr=json_path == "-"))
         payload = {"scenario": model.name, "systems": [s.as_dict() for s in systems]}
         if json_path:
             write_json(json_path, payload, inputs)

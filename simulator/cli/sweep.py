@@ -7,6 +7,8 @@ from typing import Annotated, Optional
 import typer
 from rich.console import Console
 
+from simulator.cli.common import JSON_HELP
+
 
 def register(app: typer.Typer) -> None:
     @app.command()
@@ -17,10 +19,10 @@ def register(app: typer.Typer) -> None:
             help="Worker processes of the local Dask cluster (default: one per core).", min=1)] = None,
         scheduler: Annotated[Optional[str], typer.Option(
             help="Use a running Dask scheduler instead, e.g. tcp://10.0.0.5:8786.")] = None,
-        json_path: Annotated[Optional[str], typer.Option("--json", help="Write all rows as JSON here.")] = None,
+        json_path: Annotated[Optional[str], typer.Option("--json", help="Write all rows as JSON here" + JSON_HELP)] = None,
         csv_path: Annotated[Optional[str], typer.Option("--csv", help="Write all rows as CSV here.")] = None,
         plot: Annotated[Optional[str], typer.Option(
-            help="Write the metric against the first axis (PNG) here.")] = None,
+            help="Write the metric against the first axis (.png, or .svg/.pdf for vector) here.")] = None,
         metric: Annotated[Optional[str], typer.Option(
             help="Column to plot (default: busbw_GBps, simulated_GBps or time_us by base).")] = None,
         cache: Annotated[Optional[str], typer.Option(
@@ -36,6 +38,9 @@ def register(app: typer.Typer) -> None:
         from simulator.runner.distributed import run_points
         from simulator.runner.sweep_file import load_sweep
 
+        from simulator.shipped import find
+
+        sweep_file = str(find(sweep_file, "scenarios"))
         loaded = load_sweep(sweep_file)
         axes = list(loaded.model.axes)
         if dry_run:
@@ -66,7 +71,10 @@ def register(app: typer.Typer) -> None:
             sweep_plot(rows, axes, chosen, plot, title=loaded.model.name, inputs=inputs)
         from simulator.cli.common import report_console
 
-        report_console().print(sweep_table(loaded.model.name, axes, rows, outcomes))
+        from simulator.reports.fit import fit
+
+        out = report_console(stderr=json_path == "-")
+        out.print(fit(sweep_table(loaded.model.name, axes, rows, outcomes), out.width))
         failed = [o for o in outcomes if o.error is not None]
         if failed:
             for o in failed:

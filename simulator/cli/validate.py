@@ -26,7 +26,7 @@ def register(app: typer.Typer) -> None:
         threshold: Annotated[Optional[float], typer.Option(
             help="Fail (exit 1) if any |error| exceeds this, in %; default 10.")] = None,
         as_json: Annotated[bool, typer.Option("--json", help="Print the rows as one JSON object.")] = False,
-        plot: Annotated[Optional[str], typer.Option(help="Write predicted vs published (PNG) here.")] = None,
+        plot: Annotated[Optional[str], typer.Option(help="Write predicted vs published (.png, or .svg/.pdf for vector) here.")] = None,
         nccl_tests: Annotated[Optional[list[str]], typer.Option(
             "--nccl-tests", help="nccl-tests output (all_reduce_perf ... > LOG) to predict size by size; "
                                  "more LOGs may follow as arguments. Needs --topology.")] = None,
@@ -71,7 +71,9 @@ def register(app: typer.Typer) -> None:
         from simulator.reports.validation import load_published, predict
 
         threshold = DEFAULT_THRESHOLD_PCT if threshold is None else threshold
-        path = Path(file) if file else DEFAULT_FILE
+        from simulator.shipped import find
+
+        path = Path(file) if file else find(DEFAULT_FILE, "validation")
         entries = load_published(path)
         root = path.resolve().parent.parent if path.resolve().parent.name == "validation" else Path.cwd()
         console = Console(stderr=True)
@@ -81,9 +83,12 @@ def register(app: typer.Typer) -> None:
         if as_json:
             typer.echo(json.dumps({"threshold_pct": threshold, "rows": rows, "failed": len(failed)}))
         else:
-            Console().print(_table(rows, threshold))
+            from simulator.reports.fit import fit
+
+            out = report_console()
+            out.print(fit(_table(rows, threshold), out.width))
             worst = max(rows, key=lambda r: abs(r["error_pct"]))
-            Console().print(f"{len(rows) - len(failed)} of {len(rows)} within {threshold:g}%; worst: "
+            out.print(f"{len(rows) - len(failed)} of {len(rows)} within {threshold:g}%; worst: "
                             f"{worst['name']} ({worst['error_pct']:+.1f}%).")
         if plot:
             from simulator.reports.plots import busbw_vs_size
@@ -127,7 +132,7 @@ def _validate_logs(logs: list[str], topology: str | None, *, gpus: int | None, o
         raise InputError("--nccl-tests needs --topology T, the topology YAML of the measured system",
                          field="topology")
     if plot and any(Path(plot).resolve() == Path(item).resolve() for item in [*logs, topology]):
-        raise InputError("refusing to overwrite an input file with the plot; name another PNG", field="plot")
+        raise InputError("refusing to overwrite an input file with the plot; name another file", field="plot")
     runs = [run for log in logs for run in parse_log(log, op=op)]
     fabric = load_fabric(topology)
     console = Console(stderr=True)
@@ -151,9 +156,11 @@ def _validate_logs(logs: list[str], topology: str | None, *, gpus: int | None, o
                                          "summary": summarize(rows).as_dict(),
                                          "rows": rows} for run, rows in results]}))
     else:
+        from simulator.reports.fit import fit
+
         out = report_console()
         for run, rows in results:
-            out.print(_log_table(run, rows, fabric.name, in_place))
+            out.print(fit(_log_table(run, rows, fabric.name, in_place), out.width))
             for note in settings_for(run, algo, protocol).notes:
                 out.print(f"  from the log: {note}", highlight=False)
             out.print(_summary_line(summarize(rows), "  this log"), highlight=False)

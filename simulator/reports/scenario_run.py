@@ -33,7 +33,7 @@ from simulator.units import GB
 from simulator.workloads.attention import decode_step, kv_transfer, prefill, ring_attention
 from simulator.workloads.attention.model import AttentionRun, GpuRoofline
 from simulator.workloads.scenario import (ChakraItem, CollectiveItem, CopyItem, DecodeItem, PrefillItem,
-                                          RingAttentionItem, ScenarioModel)
+                                          RingAttentionItem, ScenarioModel, check_on_fabrics)
 
 US = 1e6
 
@@ -173,6 +173,7 @@ def run_scenario(scenario: ScenarioModel, topologies: list[Path],
     packet = PacketConfig(seed=scenario.seed, **({"packet_bytes": scenario.packet_bytes}
                                                   if scenario.packet_bytes else {}))
     fabrics = [build_fabric(topo) for topo in topologies]
+    check_on_fabrics(scenario, fabrics, topologies)
     prebuilt: dict[tuple[int, int], dict] = {}
     """(fabric index, item id) -> workloads built while choosing the engine, reused by the sweep."""
     engines = {id(item): _common_engine(fabrics, item, scenario, prebuilt) for item in scenario.workloads}
@@ -220,7 +221,7 @@ def _item_rows(fabric: Fabric, item, scenario: ScenarioModel, packet: PacketConf
         spec = SweepSpec(op=item.op, gpus=item.gpus or len(fabric.gpus), sizes=tuple(size_list(item.sizes)),
                          algo=getattr(item, "algo", "auto"), protocol=getattr(item, "protocol", "auto"),
                          channels=getattr(item, "channels", None), engine=scenario.engine, packet_bytes=scenario.packet_bytes, seed=scenario.seed)
-        return [{"workload": item.name, "kind": item.kind, "op": item.op, **row}
+        return [{"workload": item.name, "kind": item.kind, "op": item.op, "gpus": spec.gpus, **row}
                 for row in sweep(fabric, spec, observer=observer, built=built)]
     if isinstance(item, ChakraItem):
         return [chakra_row(fabric, item, scenario.engine, packet, observer)]

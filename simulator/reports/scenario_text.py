@@ -13,6 +13,7 @@ from typing import Sequence
 from rich.console import Console
 from rich.table import Table
 
+from simulator.reports.fit import fit
 from simulator.reports.nccl_table import how
 from simulator.reports.scenario_run import SystemResult
 from simulator.units import format_bytes
@@ -43,10 +44,14 @@ def workload_table(name: str, per_system: dict[str, list[dict]], reference: str)
     return _metric_table(name, sample["kind"], per_system, reference)
 
 
+DROP_WHEN_NARROW = ("p99 pkt (us)", "busiest link", "avg W", "algbw (GB/s)", "energy (J)", "algo/proto/ch/engine", "GPUs")
+"""Columns a narrow terminal loses first (busbw, time and the ratio always stay)."""
+
+
 def _sweep_table(name: str, kind: str, per_system: dict[str, list[dict]], reference: str) -> Table:
     """Rows by size then system; ``x ref`` = time / time of the reference system at that size."""
     table = Table(title=f"{name} ({kind})", title_justify="left", title_style="bold")
-    for col in ("size", "system", "time (us)", "x ref", "algbw (GB/s)", "busbw (GB/s)", "p99 pkt (us)",
+    for col in ("size", "system", "GPUs", "time (us)", "x ref", "algbw (GB/s)", "busbw (GB/s)", "p99 pkt (us)",
                 "algo/proto/ch/engine", "busiest link", "energy (J)", "avg W"):
         table.add_column(col, justify="left" if col in ("system", "algo/proto/ch/engine", "busiest link") else "right")
     ref_time = {r["bytes"]: r["time_us"] for r in per_system.get(reference, [])}
@@ -55,7 +60,7 @@ def _sweep_table(name: str, kind: str, per_system: dict[str, list[dict]], refere
         for system, rows in per_system.items():
             for r in (r for r in rows if r["bytes"] == size):
                 ratio = r["time_us"] / ref_time[size] if ref_time.get(size) else None
-                table.add_row(format_bytes(size), system, _fmt(r["time_us"]), _fmt(ratio), _fmt(r["algbw_GBps"]),
+                table.add_row(format_bytes(size), system, _fmt(r.get("gpus")), _fmt(r["time_us"]), _fmt(ratio), _fmt(r["algbw_GBps"]),
                               _fmt(r["busbw_GBps"]), _fmt(r.get("p99_latency_us")),
                               how(r),
                               _fmt(r.get("busiest_link")), _fmt(r.get("energy_J"), ".3g"),
@@ -109,6 +114,22 @@ def power_table(systems: Sequence[SystemResult]) -> Table:
     return table
 
 
+SAME_SPEED = 0.05
+"""Time ratios within 1 +- this are reported as "about as fast", never as "faster by 1x"."""
+
+
+def gpu_count_warning(systems: Sequence[SystemResult]) -> str:
+    """A warning when one workload ran on different GPU counts on different systems (empty if not)."""
+    notes = []
+    for workload, per_system in _by_workload(systems).items():
+        counts = {system: rows[0].get("gpus") for system, rows in per_system.items()}
+        if len({c for c in counts.values() if c is not None}) > 1:
+            listed = ", ".join(f"{n} GPUs on {s}" for s, n in counts.items())
+            notes.append(f"{workload} runs on different GPU counts ({listed}): the ratio compares "
+                         f"systems of different sizes; give --gpus N to compare like with like.")
+    return " ".join(notes)
+
+
 def comparison_summary(systems: Sequence[SystemResult]) -> str:
     """One paragraph: per workload and per other system, who wins against the first system, by
     how much (range over sizes), and the busiest link of each side."""
@@ -131,8 +152,12 @@ def comparison_summary(systems: Sequence[SystemResult]) -> str:
             mean = math.exp(sum(math.log(r) for r in ratios) / len(ratios))
             winner, loser = (reference, other) if mean >= 1 else (other, reference)
             lo, hi = (min(ratios), max(ratios)) if mean >= 1 else (1 / max(ratios), 1 / min(ratios))
-            span = f"{lo:.2g}x" if abs(hi - lo) < 0.05 * hi else f"{lo:.2g}x to {hi:.2g}x"
-            sentences.append(f"{workload}: {winner} is faster than {loser} by {span} (busiest link on "
+            if hi <= 1 + SAME_SPEED:
+                verdict = f"{winner} and {loser} are about as fast (within {SAME_SPEED:.0%})"
+            else:
+                span = f"{lo:.2g}x" if abs(hi - lo) < 0.05 * hi else f"{lo:.2g}x to {hi:.2g}x"
+                verdict = f"{winner} is faster than {loser} by {span}"
+            sentences.append(f"{workload}: {verdict} (busiest link on "
                              f"{loser}: {links[loser]}; on {winner}: {links[winner]}).")
     return " ".join(sentences)
 
@@ -144,8 +169,13 @@ def print_scenario(model, systems: Sequence[SystemResult], console: Console) -> 
                   "direction as nccl-tests reports them; 'x ref' = time / time on the first system.")
     reference = systems[0].name
     for name, per_system in _by_workload(systems).items():
-        console.print(workload_table(name, per_system, reference))
-    console.print(power_table(systems))
+        console.print(fit(workload_table(name, per_system, reference), console.width, optional=DROP_WHEN_NARROW))
+    power = power_table(systems)
+    counts = [str(c.header) for c in power.columns if str(c.header).endswith(" links")]
+    console.print(fit(power, console.width, optional=[*counts, "energy (J)"]))
+    warning = gpu_count_warning(systems)
+    if warning:
+        console.print(f"[yellow]warning:[/yellow] {warning}", highlight=False)
     summary = comparison_summary(systems)
     if summary:
         console.print("[bold]Summary.[/bold] " + summary)

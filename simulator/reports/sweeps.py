@@ -20,7 +20,7 @@ from simulator.engine.packet import EngineObserver, PacketConfig
 from simulator.engine.packet.sizing import fine_packet_bytes
 from simulator.engine.result import RunResult
 from simulator.engine.transfer import Workload
-from simulator.errors import InputError
+from simulator.errors import InputError, unknown_choice
 from simulator.metrics.bottleneck import busiest_link
 from simulator.metrics.collective_stats import row as nccl_row
 from simulator.metrics.energy import energy_report
@@ -70,6 +70,8 @@ class SweepSpec:
     seed: int = 0
     switch: SwitchScheduling | None = None
     """Packet engine: switch scheduling defaults (arbiter, crossbar, iterations, speedup, queueing)."""
+    root: int = 0
+    """Rank of the root of broadcast (nccl-tests -r)."""
 
 
 def select_gpus(fabric: Fabric, count: int) -> list[str]:
@@ -85,9 +87,9 @@ def build_workload(fabric: Fabric, spec: SweepSpec, nbytes: int) -> Workload:
     if spec.op in COPIES:
         return build_copy(fabric, spec.op, gpus, nbytes)
     if spec.op not in OPS:
-        raise InputError(f"unknown operation {spec.op!r}; choose one of {', '.join(OPS + COPIES)}", field="op")
+        raise unknown_choice("op", spec.op, OPS + COPIES, field="op")
     return build_collective(fabric, gpus, spec.op, nbytes, algo=spec.algo, protocol=spec.protocol,
-                            channels=spec.channels)
+                            channels=spec.channels, root=spec.root)
 
 
 def run_one(fabric: Fabric, workload: Workload, spec: SweepSpec,

@@ -19,11 +19,12 @@ each one of the kinds below (``kind:`` selects it). Paths are relative to the sc
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Literal, Union
+from typing import Annotated, Any, Literal, Union
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, model_validator
 
-from simulator.errors import InputError
+from simulator.errors import InputError, raise_all
+from simulator.topology.fabric import Fabric
 from simulator.topology.loader import load_yaml
 from simulator.topology.validate import validate_model
 from simulator.workloads.attention.model import DTYPE_BYTES, ModelShape
@@ -176,12 +177,38 @@ class ScenarioModel(_Item):
     """Items run one after another, each alone on the fabric."""
     jobs: list[JobItem] = []
     """Jobs run concurrently on the same fabric; each is also run alone to report its slowdown."""
+    _sources: Any = PrivateAttr(default=None)
+    """Where each value was written (a SourceMap), so checks against a topology name FILE:LINE."""
 
     @model_validator(mode="after")
     def _something_to_run(self) -> "ScenarioModel":
         if not self.workloads and not self.jobs:
             raise ValueError("give workloads, jobs, or both")
         return self
+
+
+def op_scenario(topologies: list[str], op: str, sizes: str, gpus: int | None = None,
+                engine: str = "auto") -> ScenarioModel:
+    """A one-item scenario: ``op`` at ``sizes`` on the first ``gpus`` GPUs of every topology
+    (``fabricsim compare --op``); bad values are input errors naming the field."""
+    from pydantic import ValidationError
+
+    from simulator.errors import unknown_choice
+    from simulator.workloads.collectives import OPS
+    from simulator.workloads.copies import COPIES
+
+    if op not in (*OPS, *COPIES):
+        raise unknown_choice("op", op, [*OPS, *COPIES], field="op")
+    kind = CopyItem if op in COPIES else CollectiveItem
+    try:
+        item = kind.model_validate({"kind": "copy" if op in COPIES else "collective",
+                                    "name": f"{op}{f' {gpus} GPUs' if gpus else ''}", "op": op,
+                                    "sizes": sizes, **({"gpus": gpus} if gpus else {})})
+        return ScenarioModel(name=f"{op} on {' vs '.join(Path(t).stem for t in topologies)}",
+                             topologies=list(topologies), engine=engine, workloads=[item])  # type: ignore[arg-type]
+    except ValidationError as err:
+        first = err.errors(include_url=False)[0]
+        raise InputError(first["msg"], field=str(first["loc"][-1]) if first["loc"] else None) from None
 
 
 def load_scenario(path: str | Path) -> tuple[ScenarioModel, list[Path]]:
@@ -198,7 +225,128 @@ def load_scenario(path: str | Path) -> tuple[ScenarioModel, list[Path]]:
             raise sources.error(("topologies", i), f"no such topology file {str(topo)!r}")
         topologies.append(topo)
     _check_job_ranks(scenario, sources)
-    return _resolve_traces(scenario, path, sources), topologies
+    raise_all(value_problems(scenario, sources))
+    scenario = _resolve_traces(scenario, path, sources)
+    scenario._sources = sources
+    return scenario, topologies
+
+
+def _sizes_problem(text: str) -> str | None:
+    """Why ``text`` is not a size, a list ``1M,64M`` or a range ``1K:8G`` (None if it is one)."""
+    from simulator.units import UnitError, parse_size
+
+    try:
+        for part in text.replace(":", ",").split(","):
+            parse_size(part)
+    except UnitError as err:
+        return str(err)
+    return None
+
+
+def _heads_problem(model: ModelSpec, tp: int | None) -> tuple[str, str] | None:
+    """(field, why) when the attention heads cannot be split: kv_heads must divide heads, and tensor
+    parallelism must split the query heads evenly and the KV heads evenly (or replicate them)."""
+    if model.heads % model.kv_heads:
+        return "kv_heads", (f"kv_heads: {model.kv_heads} must divide heads: {model.heads} "
+                            f"(each KV head serves heads / kv_heads query heads)")
+    if tp and model.heads % tp:
+        return "tp", f"tp: {tp} must divide heads: {model.heads} (each GPU gets whole attention heads)"
+    if tp and model.kv_heads % tp and tp % model.kv_heads:
+        return "tp", (f"tp: {tp} must divide kv_heads: {model.kv_heads} or be a multiple of it "
+                      f"(KV heads are split or replicated across GPUs)")
+    return None
+
+
+def value_problems(scenario: ScenarioModel, sources) -> list[InputError]:  # noqa: ANN001
+    """Every value the schema accepts but no run could use (sizes, algorithm and protocol names,
+    head counts), each at its FILE:LINE; checked before anything runs."""
+    from simulator.workloads.collectives import check_algo, check_protocol
+
+    problems: list[InputError] = []
+
+    def names(path: tuple, algo: str, protocol: str) -> None:
+        for key, value, check in (("algo", algo, check_algo), ("protocol", protocol, check_protocol)):
+            try:
+                check(value)
+            except InputError as err:
+                problems.append(sources.error((*path, key), err.message))
+
+    for i, item in enumerate(scenario.workloads):
+        here = ("workloads", i)
+        if isinstance(item, (CollectiveItem, CopyItem)):
+            why = _sizes_problem(item.sizes)
+            if why:
+                problems.append(sources.error((*here, "sizes"), why))
+        if isinstance(item, CopyItem) and item.op == "p2p" and item.gpus % 2:
+            problems.append(sources.error((*here, "gpus"), f"p2p copies between pairs of GPUs: gpus must be even "
+                                                           f"(2 for one pair), not {item.gpus}"))
+        if isinstance(item, ChakraItem):
+            names(here, item.algo, item.protocol)
+        if isinstance(item, _ModelItem):
+            heads = _heads_problem(item.model, getattr(item, "tp", None))
+            if heads:
+                field, why = heads
+                problems.append(sources.error((*here, "model", field) if field == "kv_heads" else (*here, field), why))
+    for i, job in enumerate(scenario.jobs):
+        why = _sizes_problem(job.size)
+        if why:
+            problems.append(sources.error(("jobs", i, "size"), why))
+        names(("jobs", i), job.algo, job.protocol)
+    return problems
+
+
+def fabric_problems(scenario: ScenarioModel, fabric: Fabric, topology: str) -> list[InputError]:
+    """Every item that cannot run on ``fabric`` (too few GPUs, no host to copy from, an algorithm
+    the fabric cannot run), each at the item's FILE:LINE when the scenario came from a file."""
+    from simulator.workloads.collectives import ALGORITHMS
+
+    n = len(fabric.gpus)
+    has_host = any(node.kind == "host" for node in fabric.nodes.values())
+    system = f"{Path(topology).name} ({fabric.name})"
+    problems: list[InputError] = []
+
+    def problem(path: tuple, message: str) -> None:
+        if scenario._sources is not None:
+            problems.append(scenario._sources.error(path, message))
+        else:
+            problems.append(InputError(message, field=path[-1] if isinstance(path[-1], str) else None))
+
+    def count(path: tuple, value: int | None, what: str) -> None:
+        if value is not None and value > n:
+            problem(path, f"{what} {value} GPUs, but {system} has {n}")
+
+    for i, item in enumerate(scenario.workloads):
+        here = ("workloads", i)
+        if isinstance(item, (CollectiveItem, CopyItem)):
+            count((*here, "gpus"), item.gpus, "asks for")
+        if isinstance(item, CopyItem) and item.op in ("h2d", "d2h") and not has_host:
+            problem((*here, "op"), f"{item.op} copies to or from a host, but {system} has no host node "
+                                   f"(use p2p, or a topology with a host)")
+        if isinstance(item, CollectiveItem) and item.algo != "auto" and (item.gpus or n) <= n:
+            why = ALGORITHMS[item.algo].applicable(fabric, tuple(fabric.gpus[:item.gpus or n]))
+            if why:
+                problem((*here, "algo"), f"{item.algo} cannot run on {system}: {why}")
+        if isinstance(item, (DecodeItem, PrefillItem)):
+            count((*here, "tp"), item.tp, "tensor parallelism over")
+        if isinstance(item, RingAttentionItem):
+            count((*here, "gpus"), item.gpus, "asks for")
+        if isinstance(item, KvTransferItem):
+            for key in ("src", "dst"):
+                rank = getattr(item, key)
+                if isinstance(rank, int) and rank >= n:
+                    problem((*here, key), f"rank {rank} does not exist: {system} has ranks 0..{n - 1}")
+    for i, job in enumerate(scenario.jobs):
+        count(("jobs", i, "count"), job.count, "asks for")
+        if job.gpus and max(job.gpus) >= n:
+            problem(("jobs", i, "gpus"), f"rank {max(job.gpus)} does not exist: {system} has ranks 0..{n - 1}")
+        if job.op in ("h2d", "d2h") and not has_host:
+            problem(("jobs", i, "op"), f"{job.op} needs a host node, but {system} has none")
+    return problems
+
+
+def check_on_fabrics(scenario: ScenarioModel, fabrics: list[Fabric], topologies: list) -> None:
+    """Raise every problem of ``scenario`` on every fabric at once (exit 2 before anything runs)."""
+    raise_all([p for fabric, topo in zip(fabrics, topologies) for p in fabric_problems(scenario, fabric, str(topo))])
 
 
 def _check_job_ranks(scenario: ScenarioModel, sources) -> None:  # noqa: ANN001

@@ -1,4 +1,4 @@
-"""Headless figures and PNG files: no pyplot, no global state, byte-identical output for equal input.
+"""Headless figures and PNG/SVG/PDF files: no pyplot, no global state, byte-identical output for equal input.
 
 Figures are plain :class:`matplotlib.figure.Figure` objects on an Agg canvas, never registered with
 pyplot, so nothing is ever shown, no GUI backend is touched and nothing has to be closed: a figure
@@ -9,8 +9,6 @@ gives the same bytes.
 from __future__ import annotations
 
 import io
-import os
-import tempfile
 from pathlib import Path
 from typing import Iterable
 
@@ -19,12 +17,13 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
 from simulator.errors import InputError
+from simulator.reports.export import FILE_MODE, write_bytes
 
 DPI = 120
 """Resolution of written PNGs (dots per inch): README-sized images, small files."""
 
-PNG_MODE = 0o644
-"""Permissions of written PNGs (mkstemp's private 0600 would hide README images from other users)."""
+PNG_MODE = FILE_MODE
+"""Permissions of written figures (mkstemp's private 0600 would hide README images from other users)."""
 
 
 def new_figure(width_in: float, height_in: float) -> Figure:
@@ -40,22 +39,25 @@ def palette(n: int) -> list[tuple[float, float, float, float]]:
     return [cmap(i % cmap.N) for i in range(n)]
 
 
+FORMATS = ("png", "svg", "pdf")
+"""Figure formats, chosen by the file's suffix: PNG (raster, DPI dots per inch) or vector SVG/PDF."""
+
+_NO_DATES = {"png": {"Software": None}, "svg": {"Date": None}, "pdf": {"CreationDate": None}}
+"""Metadata left out so the same data gives the same bytes."""
+
+
 def save_png(fig: Figure, path: str | Path, inputs: Iterable[str | Path] = (), dpi: int = DPI) -> Path:
-    """Render ``fig`` to ``path`` atomically (temp file + rename); refuse to overwrite an input file."""
+    """Render ``fig`` to ``path`` atomically in the format its suffix names (.png, .svg, .pdf; vector
+    for the last two), readable by others (0644); refuse to overwrite an input file."""
+    import matplotlib
+
     path = Path(path)
+    fmt = path.suffix.lower().lstrip(".") or "png"
+    if fmt not in FORMATS:
+        raise InputError(f"cannot write a {path.suffix} figure; name the file .png, .svg or .pdf", file=str(path))
     if any(Path(item).resolve() == path.resolve() for item in inputs):
         raise InputError("refusing to overwrite an input file with a plot", file=str(path))
-    if not path.parent.exists():
-        raise InputError(f"output folder {path.parent} does not exist", file=str(path))
     buffer = io.BytesIO()
-    fig.savefig(buffer, format="png", dpi=dpi, metadata={"Software": None})
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(buffer.getvalue())
-        os.chmod(tmp, PNG_MODE)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-    return path
+    with matplotlib.rc_context({"svg.hashsalt": "fabricsim"}):
+        fig.savefig(buffer, format=fmt, dpi=dpi, metadata=_NO_DATES[fmt])
+    return write_bytes(path, buffer.getvalue(), inputs)

@@ -12,8 +12,8 @@ from dataclasses import dataclass
 from typing import Callable
 
 from simulator.engine.transfer import Workload
-from simulator.errors import InputError
-from simulator.hardware.protocols import ProtocolTable, load_protocols
+from simulator.errors import InputError, unknown_choice
+from simulator.hardware.protocols import IDEAL, PROTOCOL_NAMES, ProtocolTable, load_protocols
 from simulator.topology.fabric import Fabric
 from simulator.workloads.collectives import direct, hierarchical, nvls, ring, tree
 from simulator.workloads.collectives.base import (DEFAULT_CHUNK_BYTES, DEFAULT_WINDOW, GRANULARITIES,
@@ -51,14 +51,31 @@ def why_not(fabric: Fabric, gpus: tuple[str, ...], op: str, algo: str, protocol:
     """None if ``algo`` x ``protocol`` can run ``op`` on these GPUs, else the reason."""
     a = ALGORITHMS.get(algo)
     if a is None:
-        return f"unknown algorithm {algo!r}; choose one of auto, {', '.join(ALGORITHMS)}"
+        return str(unknown_choice("algo", algo, ["auto", *ALGORITHMS]))
     if op not in a.ops:
         return f"{algo} does not implement {op} (it does {', '.join(sorted(a.ops))})"
-    if not table.supports(algo, protocol):
-        return f"{algo} does not run protocol {protocol}"
     if len(gpus) < 2:
         return "a collective needs at least 2 GPUs"
-    return a.applicable(fabric, gpus)
+    reason = a.applicable(fabric, gpus)  # the fabric's reason first: it holds for every protocol
+    if reason is None and not table.supports(algo, protocol):
+        reason = f"{algo} does not run protocol {protocol}"
+    return reason
+
+
+def check_algo(algo: str) -> str:
+    """``algo`` if it names a registered algorithm or ``auto``, else an input error with a suggestion."""
+    if algo != "auto" and algo not in ALGORITHMS:
+        raise unknown_choice("algo", algo, ["auto", *ALGORITHMS], field="algo")
+    return algo
+
+
+def check_protocol(protocol: str) -> str:
+    """The protocol's canonical spelling (``ll`` -> ``LL``: NCCL_PROTO is case-insensitive too), or an
+    input error with a suggestion."""
+    names = {p.lower(): p for p in (*PROTOCOL_NAMES, IDEAL, "auto")}
+    if str(protocol).lower() not in names:
+        raise unknown_choice("protocol", protocol, ["auto", *PROTOCOL_NAMES, IDEAL], field="protocol")
+    return names[str(protocol).lower()]
 
 
 def build_collective(fabric: Fabric, gpus: list[str] | tuple[str, ...], op: str, nbytes: int,
@@ -82,6 +99,7 @@ def build_collective(fabric: Fabric, gpus: list[str] | tuple[str, ...], op: str,
         raise InputError("message size must be positive", field="bytes")
     if channels is not None and channels < 1:
         raise InputError(f"channels must be at least 1, not {channels}", field="channels")
+    algo, protocol = check_algo(algo), check_protocol(protocol)
     meta_extra = {}
     if algo == "auto" or protocol == "auto":
         algo, protocol, predicted, chosen = choose(fabric, gpus, op, nbytes, algo, protocol, table, channels,
@@ -120,4 +138,5 @@ def choose_channels(fabric: Fabric, gpus: tuple[str, ...], gpu: GpuSide, op: str
     return channels
 
 
-__all__ = ["ALGORITHMS", "Algorithm", "OPS", "build_collective", "busbw_factor", "why_not"]
+__all__ = ["ALGORITHMS", "Algorithm", "OPS", "build_collective", "busbw_factor", "check_algo", "check_protocol",
+           "why_not"]

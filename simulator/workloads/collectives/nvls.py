@@ -57,6 +57,9 @@ def applicable(fabric, gpus) -> str | None:
     two of them), else why."""
     if len(gpus) <= MIN_RANKS:
         return f"NVLS needs more than {MIN_RANKS} GPUs (NCCL disables it at {MIN_RANKS} or fewer)"
+    if not any(node.kind == "switch" and node.reduction for node in fabric.nodes.values()):
+        return (f"NVLS needs an NVSwitch with in-switch reduction (NVLink SHARP); {fabric.name} has none "
+                f"(try ring or tree)")
     first = _reduction_switches(fabric, gpus[0])
     for g in gpus:
         mine = _reduction_switches(fabric, g)

@@ -6,14 +6,14 @@ size S is the whole array (count x n ranks); for the others it is each rank's bu
 
 from __future__ import annotations
 
-from simulator.errors import InputError
+from simulator.errors import InputError, unknown_choice
 
 OPS = ("all_reduce", "all_gather", "reduce_scatter", "alltoall", "broadcast", "sendrecv")
 
 
 def check_op(op: str) -> str:
     if op not in OPS:
-        raise InputError(f"unknown operation {op!r}; choose one of {', '.join(OPS)}", field="op")
+        raise unknown_choice("op", op, OPS, field="op")
     return op
 
 

@@ -127,9 +127,12 @@ def choose(fabric: Fabric, gpus: tuple[str, ...], op: str, nbytes: int, algo: st
     algos = list(ALGORITHMS) if algo == "auto" else [algo]
     protos = list(PROTOCOL_NAMES) if protocol == "auto" else [protocol]
     best: tuple[float, str, str, Workload] | None = None
+    reasons: list[str] = []
     for a in algos:
         for p in protos:
-            if why_not(fabric, gpus, op, a, p, table):
+            reason = why_not(fabric, gpus, op, a, p, table)
+            if reason:
+                reasons.append(reason)
                 continue
             if algo == "auto" and a == "direct" and op not in AUTO_DIRECT_OPS:
                 continue
@@ -140,5 +143,7 @@ def choose(fabric: Fabric, gpus: tuple[str, ...], op: str, nbytes: int, algo: st
             if best is None or t < best[0]:
                 best = (t, a, p, workload)
     if best is None:
+        if algo != "auto" and reasons:  # one algorithm asked for: its own reason
+            raise InputError(f"{algo} cannot run {op} here: {reasons[0]}", field="algo")
         raise InputError(f"no algorithm/protocol can run {op} on these {len(gpus)} GPUs", field="algo")
     return best[1], best[2], best[0], best[3]

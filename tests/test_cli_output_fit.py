@@ -1,0 +1,85 @@
+"""Tables fit the terminal without cutting a number; comparisons say what they compare."""
+
+import re
+from pathlib import Path
+
+import pytest
+from rich.table import Table
+from typer.testing import CliRunner
+
+from simulator.cli.app import _register, app
+from simulator.reports.fit import fit, narrowest
+from simulator.reports.scenario_text import comparison_summary
+from simulator.reports.scenario_run import SystemResult
+
+ROOT = Path(__file__).resolve().parent.parent
+TOPO = ROOT / "topologies"
+_register()
+runner = CliRunner()
+
+
+@pytest.fixture(scope="module")
+def nvl72_vs_hopper() -> dict[int, str]:
+    """compare of GB200 NVL72 and the Hopper IB rack, all_reduce 1G, printed at 80 and 100 columns."""
+    out = {}
+    for width in (80, 100):
+        result = runner.invoke(app, ["compare", str(TOPO / "gb200_nvl72.yaml"), str(TOPO / "hopper_ib_rack.yaml"),
+                                     "--op", "all_reduce", "--sizes", "1G", "--engine", "flow"],
+                               env={"COLUMNS": str(width)})
+        assert result.exit_code == 0, result.output
+        out[width] = result.output
+    return out
+
+
+@pytest.mark.parametrize("width", [80, 100])
+def test_compare_tables_fit_and_keep_every_digit(nvl72_vs_hopper, width):
+    text = nvl72_vs_hopper[width]
+    assert "…" not in text
+    assert max(len(line) for line in text.splitlines()) <= width
+    # the figures of each row appear whole on one line: time, x ref and busbw of both systems
+    for figure in re.findall(r"\d+\.\d\d", text.split("Static")[0]):
+        assert figure in text
+    rows = [line for line in text.splitlines() if line.strip().startswith("1 GiB")]
+    assert len(rows) == 2
+    for row in rows:
+        assert len(re.findall(r"\b\d+\.\d\d\b", row)) >= 3, row  # time, x ref, busbw at least
+
+
+def test_fit_drops_optional_columns_before_numbers():
+    table = Table("name", "note", "value (GB/s)")
+    table.columns[2].justify = "right"
+    table.add_row("a system with a long name", "a long comment about it", "123456.78")
+    fit(table, 24, optional=["note"])
+    assert [str(c.header) for c in table.columns] == ["name", "value\n(GB/s)"]
+    assert narrowest(table) <= 24
+    table2 = Table("name", "value (GB/s)")
+    table2.columns[1].justify = "right"
+    table2.add_row("x", "123456.78")
+    assert fit(table2, 120) is table2 and table2.columns[1].header == "value (GB/s)"  # wide: untouched
+
+
+def test_compare_shows_gpu_counts_and_warns_when_they_differ():
+    result = runner.invoke(app, ["compare", str(TOPO / "hgx_h100.yaml"), str(TOPO / "teaching.yaml"),
+                                 "--op", "all_reduce", "--sizes", "1M", "--engine", "flow"], env={"COLUMNS": "160"})
+    assert result.exit_code == 0, result.output
+    assert "GPUs" in result.output
+    assert "different GPU counts" in result.output and "8 GPUs on" in result.output
+
+
+def _system(name: str, time_us: float) -> SystemResult:
+    return SystemResult(topology=name, name=name, rows=[{"workload": "w", "bytes": 1 << 20, "time_us": time_us,
+                                                         "busbw_GBps": 1.0, "busiest_link": "x"}])
+
+
+def test_summary_never_says_faster_by_1x():
+    same = comparison_summary([_system("A", 100.0), _system("B", 103.0)])
+    assert "about as fast" in same and "faster" not in same
+    apart = comparison_summary([_system("A", 100.0), _system("B", 200.0)])
+    assert "A is faster than B by 2x" in apart
+
+
+def test_describe_fits_80_columns():
+    result = runner.invoke(app, ["describe", "gb200_nvl72_x8_ib"], env={"COLUMNS": "80"})
+    assert result.exit_code == 0, result.output
+    assert "…" not in result.output
+    assert max(len(line) for line in result.output.splitlines()) <= 80
