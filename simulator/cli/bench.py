@@ -10,6 +10,7 @@ from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
 from simulator.cli.common import (ArbiterOpt, CrossbarOpt, EngineOpt, IterationsOpt, PacketBytesOpt, QueueingOpt,
                                    SeedOpt, SpeedupOpt, load_fabric, report_console, switch_flags)
+from simulator.cli.common import FaultOpt
 from simulator.errors import InputError
 
 if TYPE_CHECKING:  # the CLI imports the model only when a command runs (fast --help)
@@ -52,6 +53,7 @@ def register(app: typer.Typer) -> None:
         link: Annotated[Optional[int], typer.Option(
             help="Channel id for --credit-plot (default: GPU 0's first link towards GPU 1).")] = None,
         text: Annotated[bool, typer.Option("--text", help="Plain nccl-tests text instead of a rich table.")] = False,
+        fault: FaultOpt = None,
     ) -> None:
         """Sweep message sizes of one collective and print the nccl-tests columns (busbw in GB/s, 1 GB = 1e9 B)."""
         from simulator.reports.export import write_json
@@ -59,7 +61,7 @@ def register(app: typer.Typer) -> None:
         from simulator.reports.nccl_table import nccl_table, nccl_text
         from simulator.reports.sweeps import SweepSpec, size_list, sweep
 
-        fabric = load_fabric(topology)
+        fabric = load_fabric(topology, fault)
         spec = SweepSpec(op=op, gpus=gpus or len(fabric.gpus), sizes=tuple(size_list(sizes)), algo=algo,
                          protocol=protocol, channels=channels, engine=engine, packet_bytes=packet_bytes, seed=seed,
                          switch=switch_flags(arbiter, crossbar, iterations, speedup, queueing))

@@ -19,13 +19,52 @@ PacketBytesOpt = Annotated[Optional[int], typer.Option(
 SeedOpt = Annotated[int, typer.Option(help="Seed of the run's random generator (same seed, same result).")]
 
 
-def load_fabric(path: str) -> Fabric:
-    """Build a topology file into a fabric; a missing file is an input error, not a traceback."""
+FaultOpt = Annotated[Optional[list[str]], typer.Option(
+    "--fault", help="A fault to apply (repeatable): KIND:key=value,... e.g. switch_down:enclosure=switch_tray0, "
+                    "link_down:from=compute0.gpu0,to=switch_tray0.nvsw0, degraded_width:from=server.gpu0,to=server.psw0,"
+                    "lanes=8, ber:from=*,to=*,ber=1e-8; or a YAML file with a faults: list.")]
+
+
+def load_fabric(path: str, faults: list[str] | None = None, *, healthy: bool = False) -> Fabric:
+    """Build a topology file into a fabric with the file's faults and ``--fault`` flags applied
+    (``healthy``: neither); a missing file is an input error, not a traceback."""
     from simulator.topology.builder import build_fabric
 
     if not Path(path).is_file():
         raise InputError("no such topology file", file=path)
-    return build_fabric(path)
+    return build_fabric(path, fault_flags(faults or []), healthy=healthy)
+
+
+def fault_flags(values: list[str]) -> list:
+    """``--fault`` values -> fault specs; a value naming a file reads its ``faults:`` list (errors
+    at FILE:LINE), anything else is ``KIND:key=value,...`` (errors name ``--fault``)."""
+    from simulator.hardware.faults import FaultSpec, parse_fault_flag
+    from simulator.topology.loader import load_yaml
+    from simulator.topology.validate import validate_model
+
+    out: list = []
+    for value in values:
+        if Path(value).is_file():
+            data, sources = load_yaml(value)
+            extra = set(data) - {"faults"}
+            if extra:
+                raise sources.error((sorted(extra)[0],), "a fault file holds only a faults: list")
+            from pydantic import BaseModel, ConfigDict
+
+            class _FaultFile(BaseModel):
+                model_config = ConfigDict(extra="forbid")
+                faults: list[FaultSpec]
+
+            out += validate_model(_FaultFile, data, sources).faults
+            continue
+        try:
+            out.append(FaultSpec.model_validate(parse_fault_flag(value)))
+        except ValueError as err:  # pydantic's ValidationError is a ValueError
+            first = err.errors(include_url=False)[0] if hasattr(err, "errors") else None
+            msg = first["msg"].removeprefix("Value error, ") if first else str(err)
+            where = ".".join(str(x) for x in first["loc"]) if first and first["loc"] else ""
+            raise InputError(f"{value!r}: {where + ': ' if where else ''}{msg}", field="--fault") from None
+    return out
 
 
 REPORT_WIDTH = 150

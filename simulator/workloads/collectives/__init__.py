@@ -11,6 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable
 
+import networkx as nx
+
 from simulator.engine.transfer import Workload
 from simulator.errors import InputError
 from simulator.hardware.protocols import ProtocolTable, load_protocols
@@ -82,6 +84,19 @@ def build_collective(fabric: Fabric, gpus: list[str] | tuple[str, ...], op: str,
         raise InputError("message size must be positive", field="bytes")
     if channels is not None and channels < 1:
         raise InputError(f"channels must be at least 1, not {channels}", field="channels")
+    try:
+        return _build(fabric, gpus, op, nbytes, algo, protocol, channels, granularity, chunk_bytes, window, root,
+                      table, exposed_launch)
+    except nx.NetworkXNoPath as err:
+        hint = f" (faults: {'; '.join(fabric.faults)})" if fabric.faults else ""
+        raise InputError(f"{op} cannot run on {fabric.name}: {err}{hint}", field="gpus") from None
+
+
+def _build(fabric: Fabric, gpus: tuple[str, ...], op: str, nbytes: int, algo: str, protocol: str,
+           channels: int | None, granularity: str, chunk_bytes: int, window: int, root: int,
+           table: ProtocolTable, exposed_launch: bool) -> Workload:
+    from simulator.workloads.collectives.tuner import choose  # tuner builds through this module
+
     meta_extra = {}
     if algo == "auto" or protocol == "auto":
         algo, protocol, predicted = choose(fabric, gpus, op, nbytes, algo, protocol, table, channels)
