@@ -4,20 +4,22 @@ A link protects each packet with a CRC. A bad packet is NAKed (or its ACK never 
 sender's replay timer fires) and the sender replays it from its replay buffer together with every
 packet sent after it: go-back-N (NVLink and PCIe both retry at the link layer this way).
 
-With ``p`` the probability that a packet of ``b`` bits is hit, ``p = 1 - (1 - BER)^b``, and
-``R`` the round trip in packet times (the packet, the wire both ways and the ACK turnaround: how
-many packets the sender has sent before it learns about the first one), a replay buffer of ``W``
-packets lets the sender keep ``min(W, R)`` packets unacknowledged. Per delivered packet the link
-spends ``R / W_eff`` packet times when all goes well (``W_eff = min(W, R)``: a buffer shorter than
-the round trip stalls the link) and ``R`` packet times per error (the bad packet and everything
-after it are resent), so
+With ``p`` the probability that a packet of ``b`` bits is hit, ``p = 1 - (1 - BER)^b`` (``b`` =
+8 x packet bytes), ``R`` the round trip in packet times (from starting a packet to its ACK or NAK
+arriving: the packet, the wire both ways, the receiver's turnaround) and ``W`` the packets the
+replay buffer holds, the sender keeps ``w = min(W, R)`` packets unacknowledged. Count from a moment
+the window is empty (the start, or a NAK's arrival). If the first error hits the j-th packet
+(j <= w), j - 1 packets are delivered and the NAK arrives R + j - 1 slots later; if none of the w
+packets is hit, w are delivered in R slots and the pipeline goes on as if it had restarted. So by
+renewal-reward, with ``q = 1 - p`` and ``S = sum_{i<w} i q^i``,
 
-    efficiency = (1 - p) * W_eff / (R * ((1 - p) + W_eff * p))
+    efficiency = (w q^w + p S) / (R + p S)
 
-which is ``(1 - p) / (1 + (R - 1) p)`` when the buffer covers the round trip, and ``1 - p`` in the
-limit ``R = 1`` (no packets in flight while an error is found). The flow engine uses it as an
-effective channel capacity (``topology.faults`` scales the channel's payload rate);
-``fabricsim lab retry`` puts it next to a seeded go-back-N simulation.
+which is ``(1 - p) / (1 + (R - 1) p)`` when the buffer covers the round trip (w = R: each error
+costs one round trip of packets), ``w / R`` without errors (a buffer shorter than the round trip
+stalls the link), and ``1 - p`` for R = 1. The flow engine uses it as an effective channel
+capacity (``topology.faults`` scales the channel's payload rate); ``fabricsim lab retry`` puts it
+next to a seeded go-back-N simulation.
 """
 
 from __future__ import annotations
@@ -26,6 +28,8 @@ import math
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
+
+import numpy as np
 
 from simulator.hardware.part import Bytes, Part, Seconds
 from simulator.hardware.yamlfile import YamlFile
@@ -75,7 +79,9 @@ def retry_point(ber: float, *, packet_B: float, replay_buffer_B: float, round_tr
     rtt = 1 + math.ceil(round_trip_s / packet_s - 1e-9)
     window = max(1, int(replay_buffer_B // packet_B))
     w = min(window, rtt)
-    eff = (1 - p) * w / (rtt * ((1 - p) + w * p))
+    i = np.arange(w, dtype=float)
+    p_s = p * float(np.sum(i * np.exp(i * math.log1p(-p)))) if p < 1 else 0.0
+    eff = (w * (1 - p) ** w + p_s) / (rtt + p_s)
     return RetryPoint(packet_error=p, round_trip_packets=rtt, window_packets=window, efficiency=eff)
 
 
