@@ -212,3 +212,23 @@ def test_fault_flag_syntax():
         "kind": "degraded_width", "from": ["a", "b"], "to": "c", "lanes": 8}
     with pytest.raises(ValueError):
         parse_fault_flag("link_down:from")
+
+
+def test_bench_with_faults_shows_healthy_beside_degraded():
+    r = _cli("bench", PCIE, "--op", "h2d", "--gpus", "1", "--sizes", "1G", "--engine", "flow",
+             "--fault", "degraded_width:from=server.gpu0,to=server.psw0,lanes=8")
+    assert r.exit_code == 0, r.output
+    assert "healthy vs degraded" in r.output and "0.500" in r.output
+
+
+def test_fault_file_flag_and_scenario_variants(tmp_path):
+    faults = tmp_path / "f.yaml"
+    faults.write_text("faults:\n  - {kind: switch_down, device: hgx.nvsw3}\n")
+    from simulator.cli.common import fault_flags
+
+    assert [f.describe() for f in fault_flags([str(faults)])] == ["switch_down device=hgx.nvsw3"]
+    faults.write_text("faults:\n  - {kind: switch_down, device: hgx.nvsw3, lanes: 2}\n")
+    r = _cli("bench", HGX, "--sizes", "1M", "--fault", str(faults))
+    assert r.exit_code == 2 and f"{faults}:2:" in r.output and "'lanes' does not apply" in r.output, r.output
+    tray = build_fabric("topologies/faults/nvl72_tray_down.yaml")
+    assert tray.faults == ["switch_down enclosure=switch_tray0"]

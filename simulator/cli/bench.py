@@ -120,6 +120,10 @@ def register(app: typer.Typer) -> None:
             packets = sorted({r["packet_bytes"] for r in rows if r.get("packet_bytes")})
             note = f" (packet engine at {packets[0]} B packets)" if packets else ""
             report_console().print(nccl_table(op, spec.gpus, rows, title=f"{fabric.name}: {op} on {spec.gpus} GPUs{note}"))
+        if fabric.faults:  # healthy vs degraded side by side (issue 12)
+            from simulator.reports.fault_compare import fault_table, healthy_vs_degraded
+
+            report_console().print(fault_table(fabric, healthy_vs_degraded(load_fabric(topology, healthy=True), fabric, spec, rows)))
 
 
 def _slot_timeline(fabric: Fabric, workload, result):
