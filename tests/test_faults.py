@@ -226,9 +226,12 @@ def test_fault_file_flag_and_scenario_variants(tmp_path):
     faults.write_text("faults:\n  - {kind: switch_down, device: hgx.nvsw3}\n")
     from simulator.cli.common import fault_flags
 
-    assert [f.describe() for f in fault_flags([str(faults)])] == ["switch_down device=hgx.nvsw3"]
+    assert [f.describe() for f in fault_flags([str(faults)])[0]] == ["switch_down device=hgx.nvsw3"]
     faults.write_text("faults:\n  - {kind: switch_down, device: hgx.nvsw3, lanes: 2}\n")
     r = _cli("bench", HGX, "--sizes", "1M", "--fault", str(faults))
     assert r.exit_code == 2 and f"{faults}:2:" in r.output and "'lanes' does not apply" in r.output, r.output
+    faults.write_text("faults:\n  - {kind: switch_down, device: hgx.nvsw3}\n  - {kind: switch_down, device: nope}\n")
+    r = _cli("bench", HGX, "--sizes", "1M", "--fault", str(faults))
+    assert r.exit_code == 2 and f"{faults}:3: faults[1].device: no switch matches nope" in r.output, r.output
     tray = build_fabric("topologies/faults/nvl72_tray_down.yaml")
     assert tray.faults == ["switch_down enclosure=switch_tray0"]

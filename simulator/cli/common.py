@@ -32,39 +32,49 @@ def load_fabric(path: str, faults: list[str] | None = None, *, healthy: bool = F
 
     if not Path(path).is_file():
         raise InputError("no such topology file", file=path)
-    return build_fabric(path, fault_flags(faults or []), healthy=healthy)
+    specs, where = fault_flags(faults or [])
+
+    def locate(i: int, key: str | None, message: str) -> InputError:
+        if where[i] is not None:
+            sources, j = where[i]
+            return sources.error(("faults", j) + ((key,) if key else ()), message)
+        return InputError(f"{specs[i].describe()}: {message}", field="--fault")
+
+    return build_fabric(path, specs, healthy=healthy, locate_fault=locate)
 
 
-def fault_flags(values: list[str]) -> list:
-    """``--fault`` values -> fault specs; a value naming a file reads its ``faults:`` list (errors
-    at FILE:LINE), anything else is ``KIND:key=value,...`` (errors name ``--fault``)."""
+def fault_flags(values: list[str]) -> tuple[list, list]:
+    """``--fault`` values -> (fault specs, where each was written: (SourceMap, index) or None for a
+    flag). A value naming a file reads its ``faults:`` list (errors at FILE:LINE), anything else is
+    ``KIND:key=value,...`` (errors name ``--fault``)."""
+    from pydantic import BaseModel, ConfigDict
+
     from simulator.hardware.faults import FaultSpec, parse_fault_flag
     from simulator.topology.loader import load_yaml
     from simulator.topology.validate import validate_model
 
-    out: list = []
+    class _FaultFile(BaseModel):
+        model_config = ConfigDict(extra="forbid")
+        faults: list[FaultSpec]
+
+    specs: list = []
+    where: list = []
     for value in values:
         if Path(value).is_file():
             data, sources = load_yaml(value)
-            extra = set(data) - {"faults"}
-            if extra:
-                raise sources.error((sorted(extra)[0],), "a fault file holds only a faults: list")
-            from pydantic import BaseModel, ConfigDict
-
-            class _FaultFile(BaseModel):
-                model_config = ConfigDict(extra="forbid")
-                faults: list[FaultSpec]
-
-            out += validate_model(_FaultFile, data, sources).faults
+            found = validate_model(_FaultFile, data, sources).faults
+            specs += found
+            where += [(sources, j) for j in range(len(found))]
             continue
         try:
-            out.append(FaultSpec.model_validate(parse_fault_flag(value)))
+            specs.append(FaultSpec.model_validate(parse_fault_flag(value)))
+            where.append(None)
         except ValueError as err:  # pydantic's ValidationError is a ValueError
             first = err.errors(include_url=False)[0] if hasattr(err, "errors") else None
             msg = first["msg"].removeprefix("Value error, ") if first else str(err)
-            where = ".".join(str(x) for x in first["loc"]) if first and first["loc"] else ""
-            raise InputError(f"{value!r}: {where + ': ' if where else ''}{msg}", field="--fault") from None
-    return out
+            at = ".".join(str(x) for x in first["loc"]) if first and first["loc"] else ""
+            raise InputError(f"{value!r}: {at + ': ' if at else ''}{msg}", field="--fault") from None
+    return specs, where
 
 
 REPORT_WIDTH = 150

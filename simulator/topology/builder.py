@@ -20,7 +20,7 @@ from simulator.hardware.faults import FaultSpec
 from simulator.hardware.catalog import (CablePart, Catalog, DevicePart, HardwareError, LinkGeneration,
                                         RetimerPart, check_retimers, load_catalog)
 from simulator.topology.fabric import Channel, CreditSpec, Fabric, Node, SwitchScheduling
-from simulator.topology.faults import apply_faults
+from simulator.topology.faults import ErrorAt, apply_faults
 from simulator.topology.loader import Path_, SourceMap
 from simulator.topology.patterns import pairs, select
 from simulator.topology.schema import DeviceSpec, LinkSpec, TopologyModel
@@ -63,11 +63,12 @@ class _Link:
 
 
 def build_fabric(model_or_path: TopologyModel | str | Path, faults: Sequence[FaultSpec] = (), *,
-                 healthy: bool = False) -> Fabric:
+                 healthy: bool = False, locate_fault: ErrorAt | None = None) -> Fabric:
     """Build the fabric of a topology model or file; raises ``InputError`` on bad input.
 
     The file's ``faults:`` and then ``faults`` (from ``--fault``) are applied to the built fabric
-    (``topology.faults``); ``healthy=True`` ignores both (the baseline a report compares with)."""
+    (``topology.faults``); ``healthy=True`` ignores both (the baseline a report compares with).
+    ``locate_fault(i, key, message)`` places an error about ``faults[i]`` (default: the ``--fault`` flag)."""
     model = model_or_path if isinstance(model_or_path, TopologyModel) else load_topology(model_or_path)
     sources = model.sources or SourceMap(file=f"<topology {model.name}>")
     catalog = _catalog(model, sources)
@@ -80,8 +81,8 @@ def build_fabric(model_or_path: TopologyModel | str | Path, faults: Sequence[Fau
         return fabric
     fabric = apply_faults(fabric, model.faults, lambda i, key, msg: sources.error(
         ("faults", i) + ((key,) if key else ()), msg))
-    return apply_faults(fabric, list(faults), lambda i, key, msg: InputError(
-        f"{faults[i].describe()}: {msg}", field="--fault"))
+    return apply_faults(fabric, list(faults), locate_fault or (lambda i, key, msg: InputError(
+        f"{faults[i].describe()}: {msg}", field="--fault")))
 
 
 # --- catalog -------------------------------------------------------------------------------------
