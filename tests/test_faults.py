@@ -235,3 +235,15 @@ def test_fault_file_flag_and_scenario_variants(tmp_path):
     assert r.exit_code == 2 and f"{faults}:3: faults[1].device: no switch matches nope" in r.output, r.output
     tray = build_fabric("topologies/faults/nvl72_tray_down.yaml")
     assert tray.faults == ["switch_down enclosure=switch_tray0"]
+
+
+def test_run_with_fault_runs_each_topology_healthy_and_degraded(tmp_path):
+    out = tmp_path / "out.json"
+    r = _cli("run", "scenarios/nvl72_allreduce.yaml", "--fault", "switch_down:enclosure=switch_tray0", "--json", str(out))
+    assert r.exit_code == 0, r.output
+    import json
+
+    systems = json.loads(out.read_text())["systems"]
+    assert [s["name"] for s in systems] == ["GB200 NVL72", "GB200 NVL72 (degraded)"]
+    r = _cli("run", "scenarios/nvl72_allreduce.yaml", "--fault", "switch_down:enclosure=switch_tray99")
+    assert r.exit_code == 2 and "--fault" in r.output

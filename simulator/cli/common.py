@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Optional
+from typing import TYPE_CHECKING, Annotated, Callable, Optional
 
 import typer
 from rich.console import Console
@@ -32,7 +32,14 @@ def load_fabric(path: str, faults: list[str] | None = None, *, healthy: bool = F
 
     if not Path(path).is_file():
         raise InputError("no such topology file", file=path)
-    specs, where = fault_flags(faults or [])
+    specs, locate = fault_specs(faults or [])
+    return build_fabric(path, specs, healthy=healthy, locate_fault=locate)
+
+
+def fault_specs(values: list[str]) -> tuple[list, Callable[[int, str | None, str], InputError]]:
+    """``--fault`` values -> fault specs and the function that places an error about the i-th of
+    them: at FILE:LINE for faults read from a file, else at the ``--fault`` flag."""
+    specs, where = fault_flags(values)
 
     def locate(i: int, key: str | None, message: str) -> InputError:
         if where[i] is not None:
@@ -40,7 +47,7 @@ def load_fabric(path: str, faults: list[str] | None = None, *, healthy: bool = F
             return sources.error(("faults", j) + ((key,) if key else ()), message)
         return InputError(f"{specs[i].describe()}: {message}", field="--fault")
 
-    return build_fabric(path, specs, healthy=healthy, locate_fault=locate)
+    return specs, locate
 
 
 def fault_flags(values: list[str]) -> tuple[list, list]:
