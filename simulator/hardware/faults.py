@@ -49,6 +49,7 @@ class FaultSpec(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid", populate_by_name=True)
 
     kind: FaultKind
+    """Which fault: ``link_down``, ``degraded_width``, ``switch_down``, ``retimer_down`` or ``ber``."""
     from_: Globs | None = Field(default=None, alias="from")
     """Link faults: devices at one end of the links."""
     to: Globs | None = None
