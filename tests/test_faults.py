@@ -247,3 +247,12 @@ def test_run_with_fault_runs_each_topology_healthy_and_degraded(tmp_path):
     assert [s["name"] for s in systems] == ["GB200 NVL72", "GB200 NVL72 (degraded)"]
     r = _cli("run", "scenarios/nvl72_allreduce.yaml", "--fault", "switch_down:enclosure=switch_tray99")
     assert r.exit_code == 2 and "--fault" in r.output
+
+
+def test_describe_with_fault_counts_the_survivors():
+    import json
+
+    r = _cli("describe", NVL72, "--json", "--fault", "switch_down:enclosure=switch_tray0")
+    s = json.loads(r.output)
+    assert s["switch_chips"] == 16 and s["links"] == 72 * 16 and s["faults"] == ["switch_down enclosure=switch_tray0"]
+    assert s["per_gpu_GBps"]["nvlink"]["per_direction"] == pytest.approx(16 * 50.0)
