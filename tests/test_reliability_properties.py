@@ -155,3 +155,38 @@ def test_fuzzed_fault_files_exit_2_with_file_and_line(tmp_path, faults):
     if r.exit_code == 2:
         line = r.output.strip().splitlines()[-1]
         assert line.startswith(f"fabricsim: {path}:"), line
+
+
+_BASE_SCENARIO = {
+    "name": "fuzz", "topologies": ["TOPO"], "engine": "flow",
+    "workloads": [{"kind": "collective", "name": "ar", "op": "all_reduce", "gpus": 2, "sizes": "1M"}],
+}
+_KEYS = [("name",), ("engine",), ("seed",), ("packet_bytes",), ("topologies",), ("workloads", 0, "kind"),
+         ("workloads", 0, "op"), ("workloads", 0, "gpus"), ("workloads", 0, "sizes"), ("workloads", 0, "algo"),
+         ("workloads", 0, "name"), ("workloads", 0, "colour"), ("workloads",)]
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.lists(st.tuples(st.sampled_from(_KEYS), _scalar), min_size=1, max_size=3))
+def test_fuzzed_scenario_files_exit_2_with_file_and_line(tmp_path, edits):
+    import copy
+
+    import yaml
+
+    data = copy.deepcopy(_BASE_SCENARIO)
+    data["topologies"] = [str((__import__("pathlib").Path("topologies/teaching.yaml")).resolve())]
+    for keys, value in edits:
+        target = data
+        for k in keys[:-1]:
+            target = target[k] if isinstance(target, (dict, list)) else target
+        if isinstance(target, dict):
+            target[keys[-1]] = value
+        elif isinstance(target, list) and isinstance(keys[-1], int) and keys[-1] < len(target):
+            target[keys[-1]] = value
+    path = tmp_path / "scenario.yaml"
+    path.write_text(yaml.safe_dump(data, default_flow_style=False))
+    r = _runner.invoke(app, ["run", str(path)])
+    assert r.exit_code in (0, 2), r.output
+    assert r.exception is None or isinstance(r.exception, SystemExit), repr(r.exception)
+    if r.exit_code == 2:
+        assert r.output.strip().splitlines()[-1].startswith(f"fabricsim: {path}:"), r.output
