@@ -141,7 +141,7 @@ _fault = st.dictionaries(
               st.lists(_scalar, max_size=2)), max_size=5)
 
 
-@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=30, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(st.lists(st.one_of(_fault, _scalar), min_size=1, max_size=3))
 def test_fuzzed_fault_files_exit_2_with_file_and_line(tmp_path, faults):
     import yaml
@@ -166,7 +166,7 @@ _KEYS = [("name",), ("engine",), ("seed",), ("packet_bytes",), ("topologies",), 
          ("workloads", 0, "name"), ("workloads", 0, "colour"), ("workloads",)]
 
 
-@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=25, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(st.lists(st.tuples(st.sampled_from(_KEYS), _scalar), min_size=1, max_size=3))
 def test_fuzzed_scenario_files_exit_2_with_file_and_line(tmp_path, edits):
     import copy
