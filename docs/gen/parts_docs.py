@@ -206,6 +206,23 @@ def gpu_side_section() -> str:
     return text + table(["constant", "value", "source"], _gpu_side_rows()) + "\n"
 
 
+def _retry_rows() -> Iterator[tuple[str, str, str]]:
+    """(constant, value, source) of every number in retry.yaml."""
+    from simulator.hardware.retry import retry_parts
+
+    for kind, part in retry_parts().items():
+        for fname, source in part.sources.items():
+            yield f"{kind}.{fname}", fmt(fname, getattr(part, fname)), source
+
+
+def retry_section() -> str:
+    text = ("## Link-level retry (`simulator/hardware/parts/retry.yaml`)\n\n"
+            "Packet size, replay buffer and ACK turnaround per interconnect kind: the go-back-N closed form of "
+            "`simulator/hardware/retry.py` turns a `ber` fault into an effective payload rate "
+            "([../faults.md](../faults.md)).\n\n")
+    return text + table(["constant", "value", "source"], _retry_rows()) + "\n"
+
+
 def parts_page() -> str:
     counts = Counter(label(s) for _, _, s in all_sourced())
     text = header(SCRIPT, "parts files in simulator/hardware/parts/")
@@ -227,6 +244,7 @@ def parts_page() -> str:
     text += catalog_sections()
     text += protocols_section()
     text += "\n" + gpu_side_section()
+    text += "\n" + retry_section()
     return text
 
 
@@ -250,6 +268,8 @@ def all_sourced() -> Iterator[tuple[str, str, str]]:
         yield f"protocols.{where}", value, source
     for where, value, source in _gpu_side_rows():
         yield f"gpu_side.{where}", value, source
+    for where, value, source in _retry_rows():
+        yield f"retry.{where}", value, source
 
 
 def topology_assumptions() -> list[list[str]]:

@@ -10,6 +10,7 @@ from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
 from simulator.cli.common import (ArbiterOpt, CrossbarOpt, EngineOpt, IterationsOpt, PacketBytesOpt, QueueingOpt,
                                    JSON_HELP, SeedOpt, SpeedupOpt, load_fabric, report_console, switch_flags)
+from simulator.cli.common import FaultOpt
 from simulator.errors import InputError
 
 if TYPE_CHECKING:  # the CLI imports the model only when a command runs (fast --help)
@@ -60,6 +61,7 @@ def register(app: typer.Typer) -> None:
         link: Annotated[Optional[int], typer.Option(
             help="Channel id for --credit-plot (default: GPU 0's first link towards GPU 1).")] = None,
         text: Annotated[bool, typer.Option("--text", help="Plain nccl-tests text instead of a rich table.")] = False,
+        fault: FaultOpt = None,
     ) -> None:
         """Sweep message sizes of one collective and print the nccl-tests columns (busbw in GB/s, 1 GB = 1e9 B)."""
         from simulator.reports.export import write_json
@@ -73,7 +75,7 @@ def register(app: typer.Typer) -> None:
 
         if dtype not in TYPE_SIZE:
             raise unknown_choice("dtype", dtype, list(TYPE_SIZE), field="dtype")
-        fabric = load_fabric(topology)
+        fabric = load_fabric(topology, fault)
         n = gpus or len(fabric.gpus)
         if root >= n:
             raise InputError(f"root rank {root} does not exist: the run has ranks 0..{n - 1}", field="root")
@@ -144,6 +146,11 @@ def register(app: typer.Typer) -> None:
             out.print(fit(nccl_table(op, spec.gpus, rows, title=f"{fabric.name}: {op} on {spec.gpus} GPUs{note}",
                                      dtype=dtype, root=root),
                           out.width, optional=("#wrong", "redop", "type", "count (elements)", "root")))
+            if fabric.faults:  # healthy vs degraded side by side (issue 12)
+                from simulator.reports.fault_compare import fault_table, healthy_vs_degraded
+
+                compared = healthy_vs_degraded(load_fabric(topology, healthy=True), fabric, spec, rows)
+                out.print(fit(fault_table(fabric, compared), out.width, optional=("how healthy", "how degraded")))
 
 
 def _slot_timeline(fabric: Fabric, workload, result):

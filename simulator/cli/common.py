@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Optional
+from typing import TYPE_CHECKING, Annotated, Callable, Optional
 
 import typer
 from rich.console import Console
@@ -19,15 +19,71 @@ PacketBytesOpt = Annotated[Optional[int], typer.Option(
 SeedOpt = Annotated[int, typer.Option(help="Seed of the run's random generator (same seed, same result).")]
 
 
-def load_fabric(path: str) -> Fabric:
-    """Build a topology file (a path, or a shipped topology's name) into a fabric; a missing file is
-    an input error, not a traceback."""
+FaultOpt = Annotated[Optional[list[str]], typer.Option(
+    "--fault", help="A fault to apply (repeatable): KIND:key=value,... e.g. switch_down:enclosure=switch_tray0, "
+                    "link_down:from=compute0.gpu0,to=switch_tray0.nvsw0, degraded_width:from=server.gpu0,to=server.psw0,"
+                    "lanes=8, ber:from=*,to=*,ber=1e-8; or a YAML file with a faults: list.")]
+
+
+def load_fabric(path: str, faults: list[str] | None = None, *, healthy: bool = False) -> Fabric:
+    """Build a topology file (a path, or a shipped topology's name) into a fabric with the file's
+    faults and ``--fault`` flags applied (``healthy``: neither); a missing file is an input error,
+    not a traceback."""
     from simulator.topology.builder import build_fabric
 
     found = topology_path(path)
     if not found.is_file():
         raise InputError("no such topology file (nor a shipped topology of that name: see fabricsim list)", file=path)
-    return build_fabric(found)
+    specs, locate = fault_specs(faults or [])
+    return build_fabric(found, specs, healthy=healthy, locate_fault=locate)
+
+
+def fault_specs(values: list[str]) -> tuple[list, Callable[[int, str | None, str], InputError]]:
+    """``--fault`` values -> fault specs and the function that places an error about the i-th of
+    them: at FILE:LINE for faults read from a file, else at the ``--fault`` flag."""
+    specs, where = fault_flags(values)
+
+    def locate(i: int, key: str | None, message: str) -> InputError:
+        if where[i] is not None:
+            sources, j = where[i]
+            return sources.error(("faults", j) + ((key,) if key else ()), message)
+        return InputError(f"{specs[i].describe()}: {message}", field="--fault")
+
+    return specs, locate
+
+
+def fault_flags(values: list[str]) -> tuple[list, list]:
+    """``--fault`` values -> (fault specs, where each was written: (SourceMap, index) or None for a
+    flag). A value naming a file reads its ``faults:`` list (errors at FILE:LINE), anything else is
+    ``KIND:key=value,...`` (errors name ``--fault``)."""
+    from pydantic import BaseModel, ConfigDict
+
+    from simulator.hardware.faults import FaultSpec, parse_fault_flag
+    from simulator.topology.loader import load_yaml
+    from simulator.topology.validate import validate_model
+
+    class _FaultFile(BaseModel):
+        model_config = ConfigDict(extra="forbid")
+        faults: list[FaultSpec]
+
+    specs: list = []
+    where: list = []
+    for value in values:
+        if Path(value).is_file():
+            data, sources = load_yaml(value)
+            found = validate_model(_FaultFile, data, sources).faults
+            specs += found
+            where += [(sources, j) for j in range(len(found))]
+            continue
+        try:
+            specs.append(FaultSpec.model_validate(parse_fault_flag(value)))
+            where.append(None)
+        except ValueError as err:  # pydantic's ValidationError is a ValueError
+            first = err.errors(include_url=False)[0] if hasattr(err, "errors") else None
+            msg = first["msg"].removeprefix("Value error, ") if first else str(err)
+            at = ".".join(str(x) for x in first["loc"]) if first and first["loc"] else ""
+            raise InputError(f"{value!r}: {at + ': ' if at else ''}{msg}", field="--fault") from None
+    return specs, where
 
 
 def topology_path(name: str) -> Path:

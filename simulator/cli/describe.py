@@ -9,6 +9,8 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
+from simulator.cli.common import FaultOpt
+
 
 def register(app: typer.Typer) -> None:
     @app.command()
@@ -16,12 +18,13 @@ def register(app: typer.Typer) -> None:
         topology: Annotated[str, typer.Argument(help="Topology YAML file, or a shipped topology by name (gb200_nvl72; see fabricsim list).")],
         as_json: Annotated[bool, typer.Option("--json", help="Print exactly one JSON object on stdout.")] = False,
         plot: Annotated[Optional[str], typer.Option(help="Write a drawing of the topology in tiers (.png, or .svg/.pdf for vector) here.")] = None,
+        fault: FaultOpt = None,
     ) -> None:
         """Summarize a topology: devices, links, per-GPU and bisection bandwidth, static power."""
         from simulator.cli.common import load_fabric
         from simulator.topology.describe import describe as summarize
 
-        fabric = load_fabric(topology)
+        fabric = load_fabric(topology, fault)
         summary = summarize(fabric)
         if plot:
             from simulator.reports.plots import topology_drawing
@@ -50,6 +53,8 @@ def print_summary(s: dict[str, Any], console: Console) -> None:
     """Rich tables of a :func:`simulator.topology.describe.describe` dict."""
     console.print(f"[bold]{s['name']}[/bold]: {s['gpus']} GPUs, {s['switch_chips']} switch chips, "
                   f"{s['links']:,} links, {s['lane_pairs']:,} lane pairs (differential pairs, both directions)")
+    if s.get("faults"):
+        console.print(f"faults applied: {'; '.join(s['faults'])}")
     devices = _table("Devices", "part", "count")
     for part, count in s["devices"].items():
         devices.add_row(part, f"{count:,}")

@@ -1,4 +1,4 @@
-"""``fabricsim lab credits|arbitration|hol|switch``: the teaching labs on the packet engine.
+"""``fabricsim lab credits|arbitration|hol|switch|retry``: the teaching labs (retry: its own go-back-N sender).
 
 Each command hands plain arguments to a lab function (``simulator.workloads.labs``), then prints a
 rich table and a short explanation computed from the results, or the rows as JSON with ``--json``.
@@ -17,7 +17,7 @@ from rich.table import Table
 from simulator.cli.common import ArbiterOpt, CrossbarOpt, IterationsOpt, switch_flags
 from simulator.errors import InputError
 
-lab_app = typer.Typer(help="Teaching labs: the credit loop, switch arbitration, head-of-line blocking, "
+lab_app = typer.Typer(help="Teaching labs: the credit loop, switch arbitration, head-of-line blocking, link-level retry, "
                            "switch scheduling.",
                       no_args_is_help=True)
 
@@ -232,3 +232,49 @@ def switch(
     out.print(table)
     out.print(explain_switch(rows))
 
+
+
+def _bers(text: str) -> list[float]:
+    try:
+        bers = [float(part) for part in text.split(",")]
+    except ValueError:
+        raise InputError(f"bit error rates are numbers separated by commas (1e-12,1e-8), got {text!r}",
+                         field="bers") from None
+    if any(not 0 <= b < 1 for b in bers):
+        raise InputError("bit error rates must be in [0, 1)", field="bers")
+    return bers
+
+
+@lab_app.command()
+def retry(
+    generation: GenerationOpt = "nvlink5",
+    bers: Annotated[str, typer.Option(help="Bit error rates after FEC, comma-separated.")] = "1e-12,1e-9,1e-7,1e-6,3e-6,1e-5",
+    buffers: Annotated[str, typer.Option(help="Replay buffers: 2K:64K (doubling) or a list 2K,16K.")] = "2K,4K,16K,64K",
+    packets: Annotated[int, typer.Option(min=100, help="Packets delivered per simulated point.")] = 40_000,
+    seed: Annotated[int, typer.Option(help="Seed of the simulation's random generator.")] = 0,
+    as_json: JsonOpt = False,
+    plot: PlotOpt = None,
+) -> None:
+    """Link-level retry: goodput vs bit error rate and replay-buffer size, closed form beside a
+    seeded go-back-N simulation (one link, one direction)."""
+    from simulator.workloads.labs.retry import explain_retry, retry_sweep
+
+    rows = retry_sweep(generation, _bers(bers), _buffers(buffers), packets=packets, seed=seed)
+    if plot:
+        from simulator.reports.plots.lab_retry import lab_retry
+
+        lab_retry(rows, plot)
+    if as_json:
+        typer.echo(json.dumps(rows, indent=1))
+        return
+    r0 = rows[0]
+    table = _table(f"Retry lab, {generation}: go-back-N replay, {r0['packet_bytes']:.0f} B packets, round trip "
+                   f"{r0['round_trip_packets']} packets (payload {r0['rate_GBps']:.1f} GB/s, GB = 1e9 B, one direction)",
+                   "buffer", "BER", "packet err", "sim GB/s", "closed GB/s", "err %", "limited by")
+    for r in rows:
+        table.add_row(_size(r["replay_buffer_bytes"]), f"{r['ber']:.0e}", f"{r['packet_error']:.1e}",
+                      f"{r['simulated_GBps']:.2f}", f"{r['closed_form_GBps']:.2f}", f"{r['error_pct']:+.2f}",
+                      r["limited_by"])
+    console = Console()
+    console.print(table)
+    console.print(explain_retry(rows))

@@ -7,7 +7,7 @@ from typing import Annotated, Optional
 import typer
 from rich.console import Console
 
-from simulator.cli.common import JSON_HELP, report_console
+from simulator.cli.common import JSON_HELP, FaultOpt, fault_specs, report_console
 from simulator.reports.export import write_csv, write_json
 
 
@@ -20,8 +20,10 @@ def register(app: typer.Typer) -> None:
         trace: Annotated[Optional[str], typer.Option(
             help="Write a Perfetto/Chrome trace (JSON) of the packet-engine runs here.")] = None,
         plot: Annotated[Optional[str], typer.Option(help="Write busbw vs size (or power) as .png, .svg or .pdf here.")] = None,
+        fault: FaultOpt = None,
     ) -> None:
-        """Run a scenario; with two or more topologies, compare them side by side."""
+        """Run a scenario; with two or more topologies, compare them side by side. With --fault every
+        topology runs healthy and degraded, side by side."""
         from simulator.reports.scenario_run import run_scenario
         from simulator.reports.scenario_text import print_scenario, scenario_plot
         from simulator.workloads.scenario import load_scenario
@@ -30,6 +32,7 @@ def register(app: typer.Typer) -> None:
 
         scenario = str(find(scenario, "scenarios"))
         model, topologies = load_scenario(scenario)
+        specs, locate = fault_specs(fault or [])
         inputs = [scenario, *map(str, topologies)]
         observer = None
         if trace:
@@ -38,7 +41,7 @@ def register(app: typer.Typer) -> None:
             observer = TraceWriter()
         console = Console(stderr=True)
         with console.status(f"running {model.name}") as status:
-            systems = run_scenario(model, topologies, observer=observer,
+            systems = run_scenario(model, topologies, observer=observer, faults=specs, locate_fault=locate,
                                    on_row=lambda sysname, row: status.update(f"{sysname}: {row['workload']}"))
         print_scenario(model, systems, report_console(stderr=json_path == "-"))
         payload = {"scenario": model.name, "systems": [s.as_dict() for s in systems]}

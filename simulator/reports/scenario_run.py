@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Sequence
 
 import numpy as np
 
@@ -26,7 +26,9 @@ from simulator.hardware.catalog import load_catalog
 from simulator.metrics.bottleneck import busiest_link
 from simulator.metrics.energy import EnergyReport, energy_report
 from simulator.reports.sweeps import SweepSpec, select_gpus, size_list, sweep, sweep_engine
+from simulator.hardware.faults import FaultSpec
 from simulator.topology.builder import build_fabric
+from simulator.topology.faults import ErrorAt
 from simulator.topology.fabric import Fabric
 from simulator.topology.routing import equal_cost_routes
 from simulator.units import GB
@@ -168,11 +170,22 @@ def _plain(value):
 
 def run_scenario(scenario: ScenarioModel, topologies: list[Path],
                  on_row: Callable[[str, dict], None] | None = None,
-                 observer: EngineObserver | None = None) -> list[SystemResult]:
-    """Every workload item on every topology, in file order."""
+                 observer: EngineObserver | None = None, faults: Sequence[FaultSpec] = (),
+                 locate_fault: ErrorAt | None = None) -> list[SystemResult]:
+    """Every workload item on every topology, in file order. With ``faults`` (``run --fault``)
+    each topology runs twice, healthy and with the faults, as two systems side by side."""
     packet = PacketConfig(seed=scenario.seed, **({"packet_bytes": scenario.packet_bytes}
                                                   if scenario.packet_bytes else {}))
-    fabrics = [build_fabric(topo) for topo in topologies]
+    if faults:
+        fabrics = []
+        for topo in topologies:
+            fabrics.append(build_fabric(topo, healthy=True))
+            degraded = build_fabric(topo, faults, locate_fault=locate_fault)
+            degraded.name = f"{degraded.name} (degraded)"
+            fabrics.append(degraded)
+        topologies = [t for t in topologies for _ in (0, 1)]
+    else:
+        fabrics = [build_fabric(topo) for topo in topologies]
     check_on_fabrics(scenario, fabrics, topologies)
     prebuilt: dict[tuple[int, int], dict] = {}
     """(fabric index, item id) -> workloads built while choosing the engine, reused by the sweep."""

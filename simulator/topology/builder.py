@@ -12,11 +12,15 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 from types import MappingProxyType
-from typing import Any, Callable
+from typing import Any, Callable, Sequence
+
+from simulator.errors import InputError
+from simulator.hardware.faults import FaultSpec
 
 from simulator.hardware.catalog import (CablePart, Catalog, DevicePart, HardwareError, LinkGeneration,
                                         RetimerPart, check_retimers, load_catalog)
 from simulator.topology.fabric import Channel, CreditSpec, Fabric, Node, SwitchScheduling
+from simulator.topology.faults import ErrorAt, apply_faults
 from simulator.topology.loader import Path_, SourceMap
 from simulator.topology.patterns import pairs, select
 from simulator.topology.schema import DeviceSpec, LinkSpec, TopologyModel
@@ -58,8 +62,13 @@ class _Link:
     """Where the link spec was written (for errors)."""
 
 
-def build_fabric(model_or_path: TopologyModel | str | Path) -> Fabric:
-    """Build the fabric of a topology model or file; raises ``InputError`` on bad input."""
+def build_fabric(model_or_path: TopologyModel | str | Path, faults: Sequence[FaultSpec] = (), *,
+                 healthy: bool = False, locate_fault: ErrorAt | None = None) -> Fabric:
+    """Build the fabric of a topology model or file; raises ``InputError`` on bad input.
+
+    The file's ``faults:`` and then ``faults`` (from ``--fault``) are applied to the built fabric
+    (``topology.faults``); ``healthy=True`` ignores both (the baseline a report compares with).
+    ``locate_fault(i, key, message)`` places an error about ``faults[i]`` (default: the ``--fault`` flag)."""
     model = model_or_path if isinstance(model_or_path, TopologyModel) else load_topology(model_or_path)
     sources = model.sources or SourceMap(file=f"<topology {model.name}>")
     catalog = _catalog(model, sources)
@@ -68,7 +77,12 @@ def build_fabric(model_or_path: TopologyModel | str | Path) -> Fabric:
     warnings = _check_ports(devices, links, sources)
     fabric = _assemble(model.name, devices, links)
     fabric.warnings.extend(warnings)
-    return fabric
+    if healthy:
+        return fabric
+    fabric = apply_faults(fabric, model.faults, lambda i, key, msg: sources.error(
+        ("faults", i) + ((key,) if key else ()), msg))
+    return apply_faults(fabric, list(faults), locate_fault or (lambda i, key, msg: InputError(
+        f"{faults[i].describe()}: {msg}", field="--fault")))
 
 
 # --- catalog -------------------------------------------------------------------------------------

@@ -37,6 +37,7 @@ def describe(fabric: Fabric) -> dict[str, Any]:
         "power_W": {"total": float(sum(fabric.static_power_W.values())), **fabric.static_power_W},
         "cables": cable_counts(fabric),
         "warnings": warnings,
+        "faults": list(fabric.faults),
         "devices": dict(Counter(n.part for n in fabric.nodes.values())),
         "device_kinds": dict(kinds),
         "links_by_generation": dict(_links_by_generation(fabric)),

@@ -126,6 +126,9 @@ class Channel:
     reverse_overhead: float = 0.0
     """Bytes the other direction of this link carries per payload byte sent here (responses,
     acknowledgements, credits); the flow engine charges them to the reverse channel."""
+    ber: float = 0.0
+    """Bit error rate the link's CRC sees (after FEC); ``rate_Bps`` already counts the replays it
+    costs (``hardware.retry``). 0 for a healthy link."""
 
 
 @dataclass(slots=True)
@@ -141,6 +144,8 @@ class Fabric:
     static_power_W: dict[str, float] = field(default_factory=dict)
     """Always-on interconnect power by component kind (W); ``sum`` is the total."""
     warnings: list[str] = field(default_factory=list)
+    faults: list[str] = field(default_factory=list)
+    """The faults applied to this fabric, one line each (``topology.faults``); empty when healthy."""
     route_cache: dict = field(default_factory=dict, repr=False, compare=False)
     """(src, dst) -> routes; filled lazily by ``topology.routing``."""
 

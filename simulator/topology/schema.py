@@ -21,6 +21,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, PrivateAttr, field_validator
 
+from simulator.hardware.faults import FaultSpec
 from simulator.topology.fabric import AllocatorName, CrossbarMode
 from simulator.units import parse_quantity
 
@@ -138,6 +139,8 @@ class TopologyModel(_Model):
     enclosures: list[EnclosureSpec] = []
     devices: list[DeviceSpec] = []
     links: list[LinkSpec] = []
+    faults: list[FaultSpec] = []
+    """Faults applied after the fabric is built (``hardware.faults``); ``--fault`` adds more."""
 
     _sources: Any = PrivateAttr(default=None)
     """The :class:`~simulator.topology.loader.SourceMap` of the file it came from (set by the loader)."""

@@ -21,13 +21,26 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Annotated, Any, Literal, Union
 
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, model_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, PrivateAttr, model_validator
 
 from simulator.errors import InputError, raise_all
 from simulator.topology.fabric import Fabric
 from simulator.topology.loader import load_yaml
 from simulator.topology.validate import validate_model
 from simulator.workloads.attention.model import DTYPE_BYTES, ModelShape
+from simulator.workloads.sizes import size_list
+
+
+def _check_sizes(text: str) -> str:
+    try:
+        size_list(text)
+    except InputError as err:
+        raise ValueError(err.message) from None
+    return text
+
+
+Sizes = Annotated[str, AfterValidator(_check_sizes)]
+"""Message sizes as ``1K:8G`` (doubling), ``1M,64M,1G`` or one size; checked when the file loads."""
 
 
 class _Item(BaseModel):
@@ -54,7 +67,7 @@ class CollectiveItem(_Item):
     op: Literal["all_reduce", "all_gather", "reduce_scatter", "alltoall", "broadcast", "sendrecv"]
     gpus: int | None = Field(default=None, ge=2)
     """First N GPUs of the topology; default all."""
-    sizes: str = "1M:1G"
+    sizes: Sizes = "1M:1G"
     algo: Literal["auto", "ring", "tree", "direct", "nvls", "hierarchical"] = "auto"
     protocol: Literal["auto", "LL", "LL128", "Simple", "ideal"] = "auto"
     channels: int | None = Field(default=None, ge=1, le=64)
@@ -66,7 +79,7 @@ class CopyItem(_Item):
     name: str
     op: Literal["h2d", "d2h", "p2p"]
     gpus: int = Field(default=1, ge=1)
-    sizes: str = "64M"
+    sizes: Sizes = "64M"
 
 
 class _ModelItem(_Item):

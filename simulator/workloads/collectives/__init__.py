@@ -11,6 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable
 
+import networkx as nx
+
 from simulator.engine.transfer import Workload
 from simulator.errors import InputError, unknown_choice
 from simulator.hardware.protocols import IDEAL, PROTOCOL_NAMES, ProtocolTable, load_protocols
@@ -88,8 +90,6 @@ def build_collective(fabric: Fabric, gpus: list[str] | tuple[str, ...], op: str,
     ``meta``: op, algo, protocol, bytes, n, busbw_factor, channels, granularity (and the tuner's
     predicted time when it chose).
     """
-    from simulator.workloads.collectives.tuner import choose  # tuner builds through this module
-
     table = table or load_protocols()
     gpus = check_gpus(fabric, gpus)
     check_op(op)
@@ -100,6 +100,19 @@ def build_collective(fabric: Fabric, gpus: list[str] | tuple[str, ...], op: str,
     if channels is not None and channels < 1:
         raise InputError(f"channels must be at least 1, not {channels}", field="channels")
     algo, protocol = check_algo(algo), check_protocol(protocol)
+    try:
+        return _build(fabric, gpus, op, nbytes, algo, protocol, channels, granularity, chunk_bytes, window, root,
+                      table, exposed_launch)
+    except nx.NetworkXNoPath as err:
+        hint = f" (faults: {'; '.join(fabric.faults)})" if fabric.faults else ""
+        raise InputError(f"{op} cannot run on {fabric.name}: {err}{hint}", field="gpus") from None
+
+
+def _build(fabric: Fabric, gpus: tuple[str, ...], op: str, nbytes: int, algo: str, protocol: str,
+           channels: int | None, granularity: str, chunk_bytes: int, window: int, root: int,
+           table: ProtocolTable, exposed_launch: bool) -> Workload:
+    from simulator.workloads.collectives.tuner import choose  # tuner builds through this module
+
     meta_extra = {}
     if algo == "auto" or protocol == "auto":
         algo, protocol, predicted, chosen = choose(fabric, gpus, op, nbytes, algo, protocol, table, channels,

@@ -66,6 +66,10 @@ def applicable(fabric, gpus) -> str | None:
         if not mine:
             return f"{g} has no link to a reduction-capable switch"
         if mine != first:
+            if fabric.faults:  # one GPU lost a plane: NCCL's NVLS multicast group needs every rank on every switch
+                odd = g if len(mine) < len(first) else gpus[0]
+                return (f"after the faults {odd} does not reach every reduction switch the other GPUs reach; "
+                        "nvls needs all ranks on the same switches (use ring)")
             return "the GPUs span several NVLink domains (use hierarchical)"
     return None
 

@@ -1,0 +1,161 @@
+"""Apply faults (``hardware.faults``) to a built fabric: the surviving fabric every engine and
+collective then plans over.
+
+What fabricsim assumes (as NCCL does when it re-detects the topology at init): routes, rings and
+NVLS groups are planned on what is left, with no memory of the healthy fabric. A link that is
+down or behind a failed retimer loses both directions; a failed switch loses every link it has;
+a link at reduced width keeps its latency and credits and moves ``lanes / full lanes`` of its
+rate; a link with a bit error rate moves its payload rate times the go-back-N retry efficiency
+(``hardware.retry``). Faults are applied in file order, bit error rates last (so they see the
+width a link trained at). A fault that matches nothing is an input error. A failed device's
+static power is still counted (assumption: a failed chip stays powered until serviced).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from fnmatch import fnmatchcase
+from typing import Callable, Sequence
+
+import networkx as nx
+
+from simulator.errors import InputError
+from simulator.hardware.faults import FaultSpec
+from simulator.hardware.retry import retry_parts, retry_point
+from simulator.topology.fabric import Channel, Fabric
+
+ErrorAt = Callable[[int, str | None, str], InputError]
+"""(fault index, key or None, message) -> the error to raise, located where the fault was written."""
+
+SWITCH_KINDS = ("switch", "pcie_switch", "nic")
+"""Node kinds ``switch_down`` may take down."""
+
+
+def _matches(name: str, globs: Sequence[str]) -> bool:
+    return any(fnmatchcase(name, g) for g in globs)
+
+
+def _shown(names: Sequence[str], limit: int = 6) -> str:
+    return ", ".join(names[:limit]) + (", ..." if len(names) > limit else "")
+
+
+def apply_faults(fabric: Fabric, faults: Sequence[FaultSpec], error_at: ErrorAt) -> Fabric:
+    """A new fabric with ``faults`` applied (``fabric`` is left as it was); no faults: ``fabric``."""
+    if not faults:
+        return fabric
+    alive: dict[int, Channel] = {c.id: c for c in fabric.channels}
+    removed: set[str] = set()
+    for i, fault in enumerate(faults):
+        if fault.kind == "switch_down":
+            removed |= _switches(fabric, fault, i, error_at, removed)
+            alive = {k: c for k, c in alive.items() if c.src not in removed and c.dst not in removed}
+        elif fault.kind != "ber":
+            _link_fault(fault, i, _links(alive, fault, i, error_at, fabric), alive, error_at)
+    for i, fault in enumerate(faults):
+        if fault.kind == "ber":
+            for chans in _links(alive, fault, i, error_at, fabric).values():
+                for c in chans:
+                    alive[c.id] = _with_ber(c, fault.ber or 0.0)
+    nodes = [n for n in fabric.nodes.values() if n.name not in removed]
+    kept = sorted(alive.values(), key=lambda c: c.id)
+    channels = [dataclasses.replace(c, id=k) for k, c in enumerate(kept)]
+    out = Fabric.from_parts(fabric.name, nodes, channels, fabric.static_power_W)
+    out.warnings.extend(fabric.warnings)
+    out.faults.extend(f.describe() for f in faults)
+    out.warnings.extend(_split_warning(out))
+    return out
+
+
+def _switches(fabric: Fabric, fault: FaultSpec, i: int, error_at: ErrorAt, removed: set[str]) -> set[str]:
+    if fault.device is not None:
+        hit = [n for n in fabric.nodes if _matches(n, fault.device)]
+        key = "device"
+    else:
+        hit = [n.name for n in fabric.nodes.values() if n.group and _matches(n.group, fault.enclosure or [])]
+        key = "enclosure"
+    if not hit:
+        pool = sorted({n.group for n in fabric.nodes.values() if n.group}) if key == "enclosure" else \
+            [n.name for n in fabric.nodes.values() if n.kind in SWITCH_KINDS]
+        raise error_at(i, key, f"no {'enclosure' if key == 'enclosure' else 'switch'} matches "
+                               f"{', '.join(getattr(fault, key))} (e.g. {_shown(pool) or 'none'})")
+    wrong = [n for n in hit if fabric.nodes[n].kind not in SWITCH_KINDS]
+    if wrong:
+        node = fabric.nodes[wrong[0]]
+        raise error_at(i, key, f"{node.name} is a {node.kind}; switch_down takes switches (NVSwitch chips, "
+                               f"PCIe switches, IB switches, NICs); use link_down for the links of a {node.kind}")
+    return set(hit) - removed
+
+
+def _links(alive: dict[int, Channel], fault: FaultSpec, i: int, error_at: ErrorAt,
+           fabric: Fabric) -> dict[int, list[Channel]]:
+    """Physical link index -> its surviving channels, for the links the fault names."""
+    a, b = fault.from_ or [], fault.to or []
+    for key, globs in (("from", a), ("to", b)):
+        if not any(_matches(n, globs) for n in fabric.nodes):
+            raise error_at(i, key, f"no device matches {', '.join(globs)} (devices: {_shown(list(fabric.nodes))})")
+    chosen: dict[int, list[Channel]] = {}
+    for c in alive.values():
+        if (_matches(c.src, a) and _matches(c.dst, b)) or (_matches(c.src, b) and _matches(c.dst, a)):
+            chosen.setdefault(c.link, []).append(c)
+    if not chosen:
+        raise error_at(i, "to", f"no surviving link joins {', '.join(a)} and {', '.join(b)}")
+    links = sorted(chosen)[: fault.links] if fault.links else sorted(chosen)
+    return {k: chosen[k] for k in links}
+
+
+def _link_fault(fault: FaultSpec, i: int, links: dict[int, list[Channel]], alive: dict[int, Channel],
+                error_at: ErrorAt) -> None:
+    for chans in links.values():
+        for c in chans:
+            if fault.kind == "retimer_down" and not c.retimers:
+                raise error_at(i, "from", f"the link {c.src} - {c.dst} has no retimers; use link_down")
+            if fault.kind in ("link_down", "retimer_down"):
+                del alive[c.id]
+            elif fault.kind == "degraded_width":
+                lanes = fault.lanes or c.lanes
+                if lanes >= c.lanes:
+                    raise error_at(i, "lanes", f"the link {c.src} - {c.dst} has {c.lanes} lane(s) per direction; "
+                                               f"a degraded width must be fewer, got {lanes}")
+                scale = lanes / c.lanes
+                alive[c.id] = dataclasses.replace(c, lanes=lanes, line_rate_Bps=c.line_rate_Bps * scale,
+                                                  rate_Bps=c.rate_Bps * scale)
+
+
+def _with_ber(c: Channel, ber: float) -> Channel:
+    """The channel at bit error rate ``ber``: payload rate times the retry efficiency."""
+    part = retry_parts()[c.fabric]
+    point = retry_point(ber, packet_B=part.packet_B, replay_buffer_B=part.replay_buffer_B,
+                        round_trip_s=2 * c.latency_s + part.ack_delay_s, rate_Bps=c.rate_Bps)
+    return dataclasses.replace(c, ber=ber, rate_Bps=c.rate_Bps * point.efficiency)
+
+
+def _split_warning(fabric: Fabric) -> list[str]:
+    """A warning when the faults leave GPUs that cannot reach each other (GPUs do not forward)."""
+    transit = nx.Graph()
+    transit.add_nodes_from(n for n, node in fabric.nodes.items() if node.kind != "gpu")
+    transit.add_edges_from((c.src, c.dst) for c in fabric.channels
+                           if fabric.nodes[c.src].kind != "gpu" and fabric.nodes[c.dst].kind != "gpu")
+    comp = {n: k for k, part in enumerate(nx.connected_components(transit)) for n in part}
+    groups = nx.utils.UnionFind(fabric.gpus)
+    for c in fabric.channels:
+        if fabric.nodes[c.src].kind == "gpu" and fabric.nodes[c.dst].kind == "gpu":
+            groups.union(c.src, c.dst)
+    by_comp: dict[int, str] = {}
+    isolated = []
+    for g in fabric.gpus:
+        peers = {comp[c.dst] for c in fabric.out_channels(g) if c.dst in comp}
+        if not peers and not any(fabric.nodes[c.dst].kind == "gpu" for c in fabric.out_channels(g)):
+            isolated.append(g)
+        for k in peers:
+            if k in by_comp:
+                groups.union(g, by_comp[k])
+            else:
+                by_comp[k] = g
+    sets = list(groups.to_sets())
+    out = []
+    if isolated:
+        out.append(f"faults leave {len(isolated)} GPU(s) with no links: {_shown(isolated, 4)}")
+    if len(sets) > 1:
+        out.append(f"faults split the GPUs into {len(sets)} groups that cannot reach each other; "
+                   f"a collective across groups cannot run")
+    return out
