@@ -21,26 +21,18 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Annotated, Any, Literal, Union
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, PrivateAttr, model_validator
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, model_validator
 
 from simulator.errors import InputError, raise_all
 from simulator.topology.fabric import Fabric
 from simulator.topology.loader import load_yaml
 from simulator.topology.validate import validate_model
 from simulator.workloads.attention.model import DTYPE_BYTES, ModelShape
-from simulator.workloads.sizes import size_list
 
 
-def _check_sizes(text: str) -> str:
-    try:
-        size_list(text)
-    except InputError as err:
-        raise ValueError(err.message) from None
-    return text
-
-
-Sizes = Annotated[str, AfterValidator(_check_sizes)]
-"""Message sizes as ``1K:8G`` (doubling), ``1M,64M,1G`` or one size; checked when the file loads."""
+Sizes = str
+"""Message sizes as ``1K:8G`` (doubling), ``1M,64M,1G`` or one size; checked with every other value
+before a run (``value_problems``), so all mistakes of a file are reported together, at FILE:LINE."""
 
 
 class _Item(BaseModel):

@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING
 from simulator.engine.packet.credits import CreditBatcher, StaticCredits, credits_for
 from simulator.engine.packet.events import EventQueue
 from simulator.engine.packet.ledger import DeliveryLedger
-from simulator.engine.packet.packet import Packet, PortWake
+from simulator.engine.packet.packet import PortWake
 from simulator.engine.packet.switch import InputBuffer
 from simulator.topology.fabric import Channel
 

@@ -6,7 +6,7 @@ size S is the whole array (count x n ranks); for the others it is each rank's bu
 
 from __future__ import annotations
 
-from simulator.errors import InputError, unknown_choice
+from simulator.errors import unknown_choice
 
 OPS = ("all_reduce", "all_gather", "reduce_scatter", "alltoall", "broadcast", "sendrecv")
 
