@@ -87,15 +87,15 @@ def test_slot_loop_is_buffer_over_round_trip():
     rate = side.channel_Bps("all_reduce")
     hop, route = 2e-6, 100e-6  # a long loop
     loop = 2 * (hop + route) + lib.slot_B() / rate
-    assert side.slot_loop_Bps("all_reduce", 1.0, hop, route) == pytest.approx(lib.buffsize_B / loop)
-    assert side.rate_Bps("all_reduce", 1.0, hop, route) < rate
-    assert side.rate_Bps("all_reduce", 1.0, 2e-6, 0.3e-6) == rate  # NVLink: the CTA binds
+    assert side.slot_loop_Bps("all_reduce", hop, route) == pytest.approx(lib.buffsize_B / loop)
+    assert side.rate_Bps("all_reduce", hop, route) < rate
+    assert side.rate_Bps("all_reduce", 2e-6, 0.3e-6) == rate  # NVLink: the CTA binds
 
 
 def test_hand_made_fabrics_have_no_gpu_side():
     side = GpuSide(None, load_gpu_side().library)
     assert side.channel_Bps("all_reduce") == 0.0 and side.launch_s == 0.0 and side.flag_s == 0.0
-    assert side.rate_Bps("all_reduce", 1.0, 1e-6, 1e-6) == 0.0
+    assert side.rate_Bps("all_reduce", 1e-6, 1e-6) == 0.0
 
 
 def test_small_message_latency_pays_launch_base_and_flag_per_step(h200):

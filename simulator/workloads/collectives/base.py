@@ -105,8 +105,7 @@ class CollectiveSpec:
         one = cache.get(key)
         if one is None:
             # the FIFO between two ranks is a point-to-point connection: its handoff is a ring step's
-            one = cache[key] = side.rate_Bps(self.op, self.protocol.efficiency, self.hop_s(src, dst, "ring"),
-                                             route_lat_s(self.fabric, src, dst))
+            one = cache[key] = side.rate_Bps(self.op, self.hop_s(src, dst, "ring"), route_lat_s(self.fabric, src, dst))
         return ctas * one
 
 

@@ -35,6 +35,7 @@ from simulator.hardware.gpu_side import ArchitectureSide, CollectiveLibrary, loa
 from simulator.topology.fabric import Fabric
 
 P2P_OPS = frozenset({"alltoall", "sendrecv"})
+"""Ops NCCL runs on its p2p channels."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,7 +47,6 @@ class SlotTimeline:
     """Slots the sender has filled and not yet had back (0..``steps``) from each time on."""
     steps: int
     slot_bytes: int
-"""Ops NCCL runs on its p2p channels."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -103,7 +103,7 @@ class GpuSide:
         """Wire bytes/s one CTA drives for ``op`` (0: no limit)."""
         return 0.0 if self.arch is None else self.arch.channel_Bps(op, self.library.copy_work)
 
-    def slot_loop_Bps(self, op: str, protocol_efficiency: float, hop_s: float, route_s: float) -> float:
+    def slot_loop_Bps(self, op: str, hop_s: float, route_s: float) -> float:
         """Most wire bytes/s one channel's FIFO credit loop lets through between two ranks:
         the whole buffer in flight over one loop (0: no limit). The loop: data and tail flag to the
         receiver (route + handoff), the receiver consuming a slot at the CTA rate, head flag back
@@ -116,12 +116,12 @@ class GpuSide:
         loop_s = 2.0 * (route_s + hop_s) + slot / rate
         return lib.buffsize_B / loop_s
 
-    def rate_Bps(self, op: str, protocol_efficiency: float, hop_s: float, route_s: float) -> float:
+    def rate_Bps(self, op: str, hop_s: float, route_s: float) -> float:
         """The rate limit of one channel's transfer: min(CTA rate, slot loop) (0: no limit)."""
         cta = self.channel_Bps(op)
         if not cta:
             return 0.0
-        return min(cta, self.slot_loop_Bps(op, protocol_efficiency, hop_s, route_s))
+        return min(cta, self.slot_loop_Bps(op, hop_s, route_s))
 
     def slot_timeline(self, nbytes: float, send_Bps: float, handoff_s: float, route_s: float) -> SlotTimeline:
         """The FIFO credit loop of one channel streaming ``nbytes`` to one peer, slot by slot.

@@ -107,9 +107,9 @@ def build(spec: CollectiveSpec, dag: DagBuilder) -> None:
 def _staging(dag: DagBuilder, spec: CollectiveSpec, base: float, reduce: bool, multicast: bool) -> None:
     """Each GPU's copies into and out of the NVLS buffer, by its NVLS channels' copy warps.
 
-    NCCL moves NVLS data in loops: per channel, one loop stages one chunk (``nvls_chunk_B``: at most
-    ``NCCL_NVLS_CHUNKSIZE``, less for smaller calls) for each of the n ranks' shards; the multimem reduce of a loop needs
-    every rank's copy-in of that loop, and its copy-out follows the multicast. Copy-in of loop l+1
+    NCCL moves NVLS data in loops: per channel, one loop stages one chunk (``nvls_chunk_B``: at
+    most ``NCCL_NVLS_CHUNKSIZE``, less for smaller calls) for each of the n ranks' shards; the
+    multimem reduce of a loop needs every rank's copy-in of that loop, and its copy-out follows the multicast. Copy-in of loop l+1
     overlaps copy-out of loop l, so the stream takes (loops + 1) loop times: the copies at the
     channels' rate plus one loop of pipeline fill (which is why NVLS needs large messages on many
     ranks: a loop grows with n)."""
