@@ -14,8 +14,8 @@ import time
 
 from simulator.engine.dispatch import simulate
 from simulator.engine.packet import PacketConfig
-from simulator.reports.scenario_run import _attention_run
-from simulator.reports.sweeps import SweepSpec, build_workload, run_one, size_list
+from simulator.runner.scenario_run import _attention_run
+from simulator.runner.sweeps import SweepSpec, build_workload, run_one, size_list
 from simulator.topology.builder import build_fabric
 from simulator.workloads.scenario import CollectiveItem, CopyItem, load_scenario
 

@@ -24,7 +24,7 @@ from simulator.engine.transfer import Transfer, Workload
 from simulator.metrics.energy import energy_report
 from simulator.reports.plots import (CreditRecorder, busbw_vs_size, credit_timeseries, link_utilization_heatmap,
                                      power_breakdown, topology_drawing)
-from simulator.reports.sweeps import SweepSpec, build_workload, size_list, sweep
+from simulator.runner.sweeps import SweepSpec, build_workload, size_list, sweep
 from simulator.topology.builder import build_fabric
 from simulator.topology.fabric import Fabric
 from simulator.topology.routing import equal_cost_routes

@@ -59,7 +59,7 @@ class ScenarioResult:
 
     name: str
     systems: list = field(default_factory=list)
-    """One :class:`simulator.reports.scenario_run.SystemResult` per topology."""
+    """One :class:`simulator.runner.scenario_run.SystemResult` per topology."""
     summary: str = ""
     """Who is faster, by how much, and the busiest links (empty for one system)."""
 
@@ -85,7 +85,7 @@ def bench(topology: str | Path, op: str = "all_reduce", sizes: str = "1M:1G", gp
           algo: str = "auto", protocol: str = "auto", channels: int | None = None, engine: str = "auto",
           step_factor: int = 2, root: int = 0, seed: int = 0) -> BenchResult:
     """``fabricsim bench``: sweep the message sizes of one collective or copy."""
-    from simulator.reports.sweeps import SweepSpec, size_list, sweep
+    from simulator.runner.sweeps import SweepSpec, size_list, sweep
 
     fabric = load_topology(topology)
     n = gpus or len(fabric.gpus)
@@ -95,7 +95,7 @@ def bench(topology: str | Path, op: str = "all_reduce", sizes: str = "1M:1G", gp
 
 
 def _run(model, topologies: Sequence[Path]) -> ScenarioResult:  # noqa: ANN001
-    from simulator.reports.scenario_run import run_scenario as run
+    from simulator.runner.scenario_run import run_scenario as run
     from simulator.reports.scenario_text import comparison_summary
 
     systems = run(model, list(topologies))

@@ -10,7 +10,7 @@ from typer.testing import CliRunner
 from simulator.cli.app import _register, app
 from simulator.reports.fit import fit, narrowest
 from simulator.reports.scenario_text import comparison_summary
-from simulator.reports.scenario_run import SystemResult
+from simulator.runner.scenario_run import SystemResult
 
 ROOT = Path(__file__).resolve().parent.parent
 TOPO = ROOT / "topologies"

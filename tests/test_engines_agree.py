@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import pytest
 
-from simulator.reports.sweeps import SweepSpec, sweep
+from simulator.runner.sweeps import SweepSpec, sweep
 from simulator.topology.builder import build_fabric
 
 MIB = 2**20

@@ -14,7 +14,7 @@ from simulator.engine.flow import run_flow
 from simulator.errors import InputError
 from simulator.hardware.faults import FaultSpec, parse_fault_flag
 from simulator.hardware.retry import packet_error, retry_parts, retry_point
-from simulator.reports.sweeps import SweepSpec, sweep
+from simulator.runner.sweeps import SweepSpec, sweep
 from simulator.topology.builder import build_fabric
 from simulator.workloads.collectives import build_collective
 from simulator.workloads.copies import build_copy

@@ -13,7 +13,7 @@ from simulator.engine.flow import run_flow
 from simulator.engine.packet import PacketConfig
 from simulator.engine.transfer import Transfer, Workload
 from simulator.hardware.gpu_side import load_gpu_side
-from simulator.reports.sweeps import SweepSpec, sweep
+from simulator.runner.sweeps import SweepSpec, sweep
 from simulator.topology.builder import build_fabric
 from simulator.workloads.collectives import build_collective
 from simulator.workloads.collectives.gpu_side import GpuSide

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from simulator.errors import InputError
-from simulator.reports.scenario_run import run_scenario
+from simulator.runner.scenario_run import run_scenario
 from simulator.topology.builder import build_fabric
 from simulator.workloads.jobs import place
 from simulator.workloads.scenario import load_scenario

@@ -11,8 +11,8 @@ from typer.testing import CliRunner
 
 from simulator.cli.app import _register, app
 from simulator.errors import InputError
-from simulator.reports.nccl_tests_validation import settings_for, summarize
-from simulator.reports.validation import load_published
+from simulator.runner.nccl_tests_validation import settings_for, summarize
+from simulator.runner.validation import load_published
 from simulator.workloads.collectives import busbw_factor
 from simulator.workloads.traces.nccl_tests_log import PER_RANK_COUNT_OPS, TYPE_BYTES, parse_log, parse_text
 

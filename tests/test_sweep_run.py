@@ -12,7 +12,7 @@ import pytest
 
 distributed = pytest.importorskip("distributed")
 
-from simulator.reports.sweep_points import execute, result_rows  # noqa: E402
+from simulator.runner.sweep_points import execute, result_rows  # noqa: E402
 from simulator.runner.cache import ResultCache  # noqa: E402
 from simulator.runner.distributed import run_points  # noqa: E402
 from simulator.runner.sweep_file import load_sweep  # noqa: E402

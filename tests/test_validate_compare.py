@@ -7,8 +7,8 @@ import pytest
 from typer.testing import CliRunner
 
 from simulator.cli.app import _register, app
-from simulator.reports.sweeps import SweepSpec, build_workload, measure
-from simulator.reports.validation import load_published
+from simulator.runner.sweeps import SweepSpec, build_workload, measure
+from simulator.runner.validation import load_published
 from simulator.topology.builder import build_fabric
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -67,7 +67,7 @@ def register(app: typer.Typer) -> None:
         from simulator.reports.export import write_json
         from simulator.reports.fanout import combine
         from simulator.reports.nccl_table import nccl_table, nccl_text
-        from simulator.reports.sweeps import SweepSpec, size_list, sweep
+        from simulator.runner.sweeps import SweepSpec, size_list, sweep
 
         from simulator.errors import unknown_choice
         from simulator.metrics.collective_stats import TYPE_SIZE
@@ -147,7 +147,8 @@ def register(app: typer.Typer) -> None:
                                      dtype=dtype, root=root),
                           out.width, optional=("#wrong", "redop", "type", "count (elements)", "root")))
             if fabric.faults:  # healthy vs degraded side by side (issue 12)
-                from simulator.reports.fault_compare import fault_table, healthy_vs_degraded
+                from simulator.reports.fault_compare import fault_table
+                from simulator.runner.degraded import healthy_vs_degraded
 
                 compared = healthy_vs_degraded(load_fabric(topology, healthy=True), fabric, spec, rows)
                 out.print(fit(fault_table(fabric, compared), out.width, optional=("how healthy", "how degraded")))

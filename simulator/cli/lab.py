@@ -40,7 +40,7 @@ def _table(title: str, *columns: str) -> Table:
 
 
 def _buffers(text: str) -> list[int]:
-    from simulator.reports.sweeps import size_list
+    from simulator.runner.sweeps import size_list
 
     try:
         return size_list(text)

@@ -32,7 +32,7 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Run every point of a sweep file on Dask (cached by content hash); one row per point."""
         from simulator.reports.export import write_csv, write_json
-        from simulator.reports.sweep_points import DEFAULT_METRIC, execute, result_rows
+        from simulator.runner.sweep_points import DEFAULT_METRIC, execute, result_rows
         from simulator.reports.sweep_text import sweep_table
         from simulator.runner.cache import ResultCache, default_dir
         from simulator.runner.distributed import run_points

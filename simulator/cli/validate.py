@@ -14,7 +14,7 @@ from simulator.cli.common import EngineOpt, load_fabric, report_console
 from simulator.errors import InputError
 
 if TYPE_CHECKING:
-    from simulator.reports.nccl_tests_validation import Summary
+    from simulator.runner.nccl_tests_validation import Summary
     from simulator.workloads.traces.nccl_tests_log import NcclTestsRun
 
 
@@ -52,7 +52,7 @@ def register(app: typer.Typer) -> None:
         """
         import json
 
-        from simulator.reports.validation import DEFAULT_FILE, DEFAULT_THRESHOLD_PCT
+        from simulator.runner.validation import DEFAULT_FILE, DEFAULT_THRESHOLD_PCT
 
         logs = list(nccl_tests or []) + list(more_logs or [])
         if more_logs and not nccl_tests:
@@ -68,7 +68,7 @@ def register(app: typer.Typer) -> None:
             if value:
                 raise InputError("only with --nccl-tests LOG (it sets up the simulation of a log)", field=flag)
 
-        from simulator.reports.validation import load_published, predict
+        from simulator.runner.validation import load_published, predict
 
         threshold = DEFAULT_THRESHOLD_PCT if threshold is None else threshold
         from simulator.shipped import find
@@ -125,7 +125,7 @@ def _validate_logs(logs: list[str], topology: str | None, *, gpus: int | None, o
     """Every size of every nccl-tests log: measured vs predicted, a table per test, one summary."""
     import json
 
-    from simulator.reports.nccl_tests_validation import compare_run, run_label, settings_for, summarize
+    from simulator.runner.nccl_tests_validation import compare_run, run_label, settings_for, summarize
     from simulator.workloads.traces.nccl_tests_log import parse_log
 
     if topology is None:
@@ -186,7 +186,7 @@ def _validate_logs(logs: list[str], topology: str | None, *, gpus: int | None, o
 
 def _log_table(run: NcclTestsRun, rows: list[dict], system: str, in_place: bool) -> Table:
     from simulator.reports.nccl_table import how
-    from simulator.reports.nccl_tests_validation import run_label
+    from simulator.runner.nccl_tests_validation import run_label
     from simulator.units import format_bytes
 
     hosts = len(run.hosts)

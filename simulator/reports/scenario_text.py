@@ -15,7 +15,7 @@ from rich.table import Table
 
 from simulator.reports.fit import fit
 from simulator.reports.nccl_table import how
-from simulator.reports.scenario_run import SystemResult
+from simulator.runner.scenario_run import SystemResult
 from simulator.units import format_bytes
 
 

@@ -1,6 +1,9 @@
-"""Running many simulations: sweep files expanded into points, a content-hash result cache, and a
-fan-out of the points onto a Dask distributed cluster.
+"""Running simulations: bench sweeps (``sweeps``), scenario runs (``scenario_run``), predictions
+against published figures and nccl-tests logs (``validation``, ``nccl_tests_validation``), healthy vs
+degraded runs (``degraded``), and sweep files expanded into points with a content-hash result cache
+and a fan-out onto a Dask distributed cluster (``sweep_file``, ``cache``, ``distributed``,
+``sweep_points``).
 
-Layer: below reports (which format results and supply the function that simulates one point) and
-above metrics. Nothing here imports ``simulator.reports``.
+Layer: above workloads and metrics, below reports (which only format what is run here) and the CLI.
+Nothing here imports ``simulator.reports``.
 """

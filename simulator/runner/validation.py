@@ -68,7 +68,7 @@ def load_published(path: str | Path = DEFAULT_FILE) -> list[Entry]:
 def predict(entries: list[Entry], root: Path, threshold_pct: float = DEFAULT_THRESHOLD_PCT,
             on_row: Callable[[dict], None] | None = None) -> list[dict]:
     """Simulate every entry; rows with ``predicted``, ``published``, ``error_pct``, ``passed``."""
-    from simulator.reports.sweeps import SweepSpec, build_workload, measure
+    from simulator.runner.sweeps import SweepSpec, build_workload, measure
     from simulator.topology.builder import build_fabric
 
     fabrics: dict[str, Fabric] = {}

@@ -1,7 +1,7 @@
 """Predict every size of a real nccl-tests log and set measured against predicted.
 
 Each size is simulated on the user's topology through the same path as ``fabricsim bench``
-(:func:`simulator.reports.sweeps.sweep`), with the log's operation and rank count. Nothing is
+(:func:`simulator.runner.sweeps.sweep`), with the log's operation and rank count. Nothing is
 fitted to the log. Errors follow ``validation.py``: ``error_pct = 100 (predicted - measured) /
 measured``, for time and for busbw.
 
@@ -19,7 +19,7 @@ from typing import Callable
 import numpy as np
 
 from simulator.errors import InputError
-from simulator.reports.sweeps import SweepSpec, sweep
+from simulator.runner.sweeps import SweepSpec, sweep
 from simulator.topology.fabric import Fabric
 from simulator.workloads.collectives import OPS as SIMULATED_OPS
 from simulator.workloads.traces.nccl_tests_log import NcclTestsRun

@@ -25,7 +25,7 @@ from simulator.errors import InputError
 from simulator.hardware.catalog import load_catalog
 from simulator.metrics.bottleneck import busiest_link
 from simulator.metrics.energy import EnergyReport, energy_report
-from simulator.reports.sweeps import SweepSpec, select_gpus, size_list, sweep, sweep_engine
+from simulator.runner.sweeps import SweepSpec, select_gpus, size_list, sweep, sweep_engine
 from simulator.hardware.faults import FaultSpec
 from simulator.topology.builder import build_fabric
 from simulator.topology.faults import ErrorAt

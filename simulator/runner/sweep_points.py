@@ -30,7 +30,7 @@ def execute(payload: dict[str, Any]) -> dict[str, Any]:
 
 
 def _bench(payload: dict[str, Any]) -> list[dict]:
-    from simulator.reports.sweeps import SweepSpec, build_workload, measure
+    from simulator.runner.sweeps import SweepSpec, build_workload, measure
     from simulator.topology.builder import build_fabric
     from simulator.topology.validate import validate_topology
 
@@ -53,7 +53,7 @@ def _credit_lab(payload: dict[str, Any]) -> list[dict]:
 
 
 def _scenario(payload: dict[str, Any]) -> list[dict]:
-    from simulator.reports.scenario_run import run_scenario
+    from simulator.runner.scenario_run import run_scenario
     from simulator.topology.validate import validate_model
     from simulator.workloads.scenario import ScenarioModel
 
