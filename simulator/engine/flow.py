@@ -194,13 +194,9 @@ def channel_capacity_Bps(fabric: Fabric) -> np.ndarray:
     if cached is not None:
         return cached
     out = np.empty(len(fabric.channels))
-    has_out = {c.src for c in fabric.channels}
-    rev = fabric.reverse_ids()
     for c in fabric.channels:
-        node = fabric.nodes[c.dst]
-        forward = node.latency_s if node.kind != "gpu" and c.dst in has_out else 0.0
-        back = fabric.channels[rev[c.id]].latency_s if rev[c.id] >= 0 else c.latency_s
-        loop = c.latency_s + forward + c.credit.return_delay_s + back
+        forward = fabric.nodes[c.dst].latency_s if fabric.forwards(c.dst) else 0.0
+        loop = c.latency_s + forward + c.credit.return_delay_s + fabric.reverse_latency_s(c)
         out[c.id] = min(c.rate_Bps, c.credit.buffer_bytes / loop) if loop > 0 else c.rate_Bps
     out.flags.writeable = False
     fabric.route_cache[key] = out

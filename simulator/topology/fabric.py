@@ -179,6 +179,22 @@ class Fabric:
             raise KeyError(f"channel {ch.id} has no reverse direction")
         return self.channels[rid]
 
+    def reverse_latency_s(self, ch: Channel) -> float:
+        """Latency of the other direction of ``ch``'s link (credits and responses travel it);
+        ``ch``'s own latency for a one-direction link (links are otherwise symmetric)."""
+        rid = self.reverse_ids()[ch.id]
+        return self.channels[rid].latency_s if rid >= 0 else ch.latency_s
+
+    def forwards(self, name: str) -> bool:
+        """True for a node that passes traffic on (switch, NIC, root complex): not a GPU and with
+        channels out. A receive buffer there is freed only after the node forwarded the data."""
+        key = ("fabric.forwarding",)
+        nodes = self.route_cache.get(key)
+        if nodes is None:
+            nodes = self.route_cache[key] = frozenset(
+                c.src for c in self.channels if self.nodes[c.src].kind != "gpu")
+        return name in nodes
+
     def reverse_ids(self) -> list[int]:
         """Channel id -> id of the other direction of its link (-1 if none); computed once."""
         key = ("fabric.reverse_ids",)

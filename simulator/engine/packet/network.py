@@ -104,10 +104,7 @@ class PacketNetwork:
                 log.warning("%s: a %d B packet is larger than the usable buffer (%d credits of %d B); "
                             "coarse mode: a packet takes the whole buffer and streams through it "
                             "(see OutputPort.release); use smaller packets to study credit loops", where, full_wire, max_k, spec.credit_bytes)
-            try:
-                back = fabric.reverse(ch).latency_s
-            except KeyError:
-                back = ch.latency_s
+            back = fabric.reverse_latency_s(ch)
             rate = serialization_rate_Bps(ch, cfg.header_bytes)
             src_node, dst_node = nodes[ch.src], nodes[ch.dst]
             setup = setups[ch.src]

@@ -46,26 +46,20 @@ def fine_packet_bytes(fabric: Fabric, header_bytes: int = 0, vcs: int = 1,
     On GB200 NVL72 (32 KiB NVLink 5 buffers, 16 B credits, batches of 16) this is 16 KiB: two
     packets cover the ~0.56 us loop; 32 KiB would be coarse.
     """
-    reverse = {}
-    for ch in fabric.channels:
-        try:
-            reverse[ch.id] = fabric.reverse(ch).latency_s
-        except KeyError:
-            reverse[ch.id] = ch.latency_s
     slowest_out: dict[str, float] = {}
     for ch in fabric.channels:
         rate = serialization_rate_Bps(ch, header_bytes)
         slowest_out[ch.src] = min(slowest_out.get(ch.src, rate), rate)
 
     def transit_s(ch: Channel, size: int) -> float:
-        node = fabric.nodes[ch.dst]
-        if node.kind == "gpu" or ch.dst not in slowest_out:
+        if not fabric.forwards(ch.dst):
             return 0.0
-        return node.latency_s + (size + header_bytes) / slowest_out[ch.dst]
+        return fabric.nodes[ch.dst].latency_s + (size + header_bytes) / slowest_out[ch.dst]
 
     size = ceiling_bytes
     while size > floor_bytes:
-        if all(is_fine(ch, size, header_bytes, vcs, reverse[ch.id], transit_s(ch, size)) for ch in fabric.channels):
+        if all(is_fine(ch, size, header_bytes, vcs, fabric.reverse_latency_s(ch), transit_s(ch, size))
+               for ch in fabric.channels):
             return size
         size //= 2
     return floor_bytes

@@ -33,6 +33,7 @@ import numpy as np
 
 from simulator.hardware.gpu_side import ArchitectureSide, CollectiveLibrary, load_gpu_side
 from simulator.topology.fabric import Fabric
+from simulator.workloads.collectives.ops import WHOLE_ARRAY_OPS
 
 P2P_OPS = frozenset({"alltoall", "sendrecv"})
 """Ops NCCL runs on its p2p channels."""
@@ -92,7 +93,7 @@ class GpuSide:
             return channels
         if algo == "ring" and protocol == "LL":
             threshold *= n
-        per_call = nbytes if op in ("all_reduce", "broadcast", "sendrecv") else nbytes / n
+        per_call = nbytes / n if op in WHOLE_ARRAY_OPS else nbytes
         nc = channels
         while nc > 1 and per_call < nc * threads * threshold:
             nc -= 1
@@ -111,10 +112,8 @@ class GpuSide:
         rate = self.channel_Bps(op)
         if not rate:
             return 0.0
-        lib = self.library
-        slot = lib.buffsize_B / lib.steps
-        loop_s = 2.0 * (route_s + hop_s) + slot / rate
-        return lib.buffsize_B / loop_s
+        loop_s = 2.0 * (route_s + hop_s) + self.library.slot_B() / rate
+        return self.library.buffsize_B / loop_s
 
     def rate_Bps(self, op: str, hop_s: float, route_s: float) -> float:
         """The rate limit of one channel's transfer: min(CTA rate, slot loop) (0: no limit)."""

@@ -9,6 +9,8 @@ from __future__ import annotations
 from simulator.errors import unknown_choice
 
 OPS = ("all_reduce", "all_gather", "reduce_scatter", "alltoall", "broadcast", "sendrecv")
+WHOLE_ARRAY_OPS = frozenset({"all_gather", "reduce_scatter", "alltoall"})
+"""Ops whose size S is the whole array (count x n ranks); for the others S is one rank's buffer."""
 
 
 def check_op(op: str) -> str:
@@ -23,6 +25,6 @@ def busbw_factor(op: str, n: int) -> float:
     check_op(op)
     if op == "all_reduce":
         return 2 * (n - 1) / n
-    if op in ("all_gather", "reduce_scatter", "alltoall"):
+    if op in WHOLE_ARRAY_OPS:
         return (n - 1) / n
     return 1.0
