@@ -90,6 +90,9 @@ def register(app: typer.Typer) -> None:
             worst = max(rows, key=lambda r: abs(r["error_pct"]))
             out.print(f"{len(rows) - len(failed)} of {len(rows)} within {threshold:g}%; worst: "
                             f"{worst['name']} ({worst['error_pct']:+.1f}%).")
+            for r in failed:
+                out.print(f"{r['name']} ({r['error_pct']:+.1f}%): "
+                          + (r["known_gap"] or "no known reason; please report it with your setup."))
         if plot:
             from simulator.reports.plots import busbw_vs_size
 
