@@ -24,8 +24,8 @@ def register(app: typer.Typer) -> None:
     @app.command()
     def bench(
         topology: Annotated[str, typer.Argument(help="Topology YAML, or a shipped topology by name (hgx_h100; see fabricsim list).")],
-        op: Annotated[str, typer.Option(help="all_reduce, all_gather, reduce_scatter, alltoall, broadcast, "
-                                             "sendrecv, or a copy: h2d, d2h, p2p.")] = "all_reduce",
+        op: Annotated[str, typer.Option(help="all_reduce, all_gather, reduce_scatter, alltoall, broadcast, reduce, "
+                                             "gather, scatter, sendrecv, or a copy: h2d, d2h, p2p.")] = "all_reduce",
         gpus: Annotated[Optional[int], typer.Option(min=1, help="Use the first N GPUs (default: all).")] = None,
         sizes: Annotated[str, typer.Option(help="1K:8G (doubling), a list 1M,64M, or one size.")] = "1M:1G",
         step_factor: Annotated[int, typer.Option(
@@ -35,7 +35,8 @@ def register(app: typer.Typer) -> None:
             "--dtype", "-d", help="Data type, as nccl-tests -d: float, half, bfloat16, int8, int32, double, "
                                   "f8e4m3, ...; sets the count column and rounds sizes to whole elements.")] = "float",
         root: Annotated[int, typer.Option(
-            "--root", "-r", min=0, help="Root rank of broadcast (nccl-tests -r); -1 is printed for ops without a root.")] = 0,
+            "--root", "-r", min=0, help="Root rank of broadcast, reduce, gather, scatter (nccl-tests -r); -1 is printed "
+                                  "for ops without a root.")] = 0,
         algo: Annotated[str, typer.Option(help="ring, tree, direct, nvls, hierarchical or auto.")] = "auto",
         protocol: Annotated[str, typer.Option(help="LL, LL128, Simple or auto (like NCCL_PROTO).")] = "auto",
         channels: Annotated[Optional[int], typer.Option(
