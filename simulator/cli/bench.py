@@ -6,7 +6,6 @@ from typing import TYPE_CHECKING, Annotated, Optional
 
 import typer
 from rich.console import Console
-from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
 from simulator.cli.common import (ArbiterOpt, CrossbarOpt, EngineOpt, IterationsOpt, PacketBytesOpt, QueueingOpt,
                                    JSON_HELP, SeedOpt, SpeedupOpt, load_fabric, report_console, switch_flags)
@@ -15,10 +14,6 @@ from simulator.errors import InputError
 
 if TYPE_CHECKING:  # the CLI imports the model only when a command runs (fast --help)
     from simulator.topology.fabric import Fabric
-
-PROGRESS_MIN_SIZES = 4
-"""Show a progress bar when the sweep has at least this many sizes."""
-
 
 def register(app: typer.Typer) -> None:
     @app.command()
@@ -102,14 +97,10 @@ def register(app: typer.Typer) -> None:
             last.append(result)
 
         kwargs = dict(observer=combine(tracer, recorder), on_result=keep)
-        console = Console(stderr=True)
-        if len(spec.sizes) >= PROGRESS_MIN_SIZES and console.is_terminal:
-            with Progress(TextColumn("{task.description}"), BarColumn(), TextColumn("{task.completed}/{task.total}"),
-                          TimeElapsedColumn(), console=console, transient=True) as progress:
-                task = progress.add_task(f"{op} on {spec.gpus} GPUs", total=len(spec.sizes))
-                rows = sweep(fabric, spec, on_row=lambda _row: progress.advance(task), **kwargs)
-        else:
-            rows = sweep(fabric, spec, **kwargs)
+        from simulator.cli.progress import SweepProgress
+
+        with SweepProgress(Console(stderr=True), f"{op} on {spec.gpus} GPUs") as progress:
+            rows = sweep(fabric, spec, on_row=progress.row, on_plan=progress.plan, **kwargs)
         from simulator.cli.common import topology_path
 
         inputs = [str(topology_path(topology))]
