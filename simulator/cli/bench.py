@@ -50,7 +50,8 @@ def register(app: typer.Typer) -> None:
         heatmap: Annotated[Optional[str], typer.Option(
             help="Write the link-utilization heatmap of the largest size (.png, or .svg/.pdf for vector) here.")] = None,
         trace: Annotated[Optional[str], typer.Option(
-            help="Write a Perfetto/Chrome trace (JSON) of the packet-engine runs here.")] = None,
+            help="Write a Perfetto/Chrome trace (JSON, streamed) of every run here: packets, credits and queues "
+                 "(packet engine), transfers and link utilization (flow engine).")] = None,
         credit_plot: Annotated[Optional[str], typer.Option(
             help="Write credit occupancy and queue depth over time of one link, and the NCCL FIFO slots "
                  "of one channel (.png/.svg/.pdf; packet engine).")] = None,
@@ -84,7 +85,7 @@ def register(app: typer.Typer) -> None:
         if trace:
             from simulator.reports.trace import TraceWriter
 
-            tracer = TraceWriter()
+            tracer = TraceWriter(path=trace)
         if credit_plot:
             from simulator.reports.plots import CreditRecorder
 
@@ -110,7 +111,7 @@ def register(app: typer.Typer) -> None:
             link_utilization_heatmap(fabric, last[-1], heatmap,
                                      title=f"{op} of {rows[-1]['bytes']} B on {spec.gpus} GPUs ({last[-1].engine} engine)")
         if tracer:
-            tracer.write(trace)
+            tracer.write()
         if recorder:
             if not any(r.engine == "packet" for r in last):
                 raise InputError("--credit-plot needs a packet-engine run: add --engine packet", field="credit_plot")
