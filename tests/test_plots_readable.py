@@ -53,3 +53,48 @@ def test_validation_plot_shows_every_entry_and_single_predictions_over_their_sta
     widths = sorted(p.get_width() for p in bottom.patches if hasattr(p, "get_width") and p.get_height() < 1)
     assert widths == sorted(r["error_pct"] for r in ROWS)
     assert _overlaps(fig, bottom.get_yticklabels()) == []
+
+
+def _fabric(name):
+    from pathlib import Path
+
+    from simulator.topology.builder import build_fabric
+
+    return build_fabric(Path(__file__).resolve().parent.parent / "topologies" / f"{name}.yaml")
+
+
+def test_topology_legend_names_lanes_and_links_and_nvl72_draws_tray_bundles():
+    from simulator.reports.plots.topology import build_topology_drawing
+
+    ax = build_topology_drawing(_fabric("pcie_server")).axes[0]
+    labels = [t.get_text() for t in ax.get_legend().get_texts()]
+    assert labels == ["pcie5 x16, 1 link per device pair: 63.02 GB/s per direction"]
+    nvl72 = _fabric("gb200_nvl72")
+    ax = build_topology_drawing(nvl72).axes[0]
+    (lines,) = ax.collections[:1]
+    assert len(lines.get_paths()) == 18 * 9  # compute tray x switch tray, not 72 x 18 device pairs
+    (label,) = [t.get_text() for t in ax.get_legend().get_texts()]
+    # 4 GPUs x 2 chips per tray pair, one 2-lane NVLink5 link each, 50 GB/s per direction per link
+    assert label == "nvlink5 x2, 8 links per enclosure pair: 400 GB/s per direction"
+
+
+def test_nvl72_heatmap_has_a_row_per_tray_and_credit_plot_speaks_bytes():
+    import numpy as np
+
+    from simulator.engine.flow import run_flow
+    from simulator.reports.plots.credits import build_credit_timeseries
+    from simulator.reports.plots.utilization import build_link_utilization_heatmap
+    from simulator.workloads.collectives import build_collective
+
+    nvl72 = _fabric("gb200_nvl72")
+    result = run_flow(nvl72, build_collective(nvl72, nvl72.gpus, "all_reduce", 1 << 26, "ring", "Simple"))
+    fig = build_link_utilization_heatmap(nvl72, result)
+    rows = [t.get_text() for t in fig.axes[0].get_yticklabels()]
+    assert rows == [f"compute{i} (4 GPUs)" for i in range(18)]
+    assert _overlaps(fig, fig.axes[0].get_yticklabels()) == []
+    fig = build_credit_timeseries(np.array([0.0, 1e-6]), np.array([0, 512]), np.array([0, 1]), 1024,
+                                  label="hgx.gpu0 -> hgx.nvsw0", credit_bytes=16)
+    top = fig.axes[0]
+    assert top.get_ylabel() == "credits in use\n(KiB)"
+    assert max(top.get_lines()[0].get_ydata()) == 8.0  # 512 credits of 16 B = 8 KiB
+    assert "hgx.gpu0 -> hgx.nvsw0" in fig._suptitle.get_text()

@@ -107,9 +107,11 @@ def register(app: typer.Typer) -> None:
         inputs = [str(topology_path(topology))]
         if heatmap:
             from simulator.reports.plots import link_utilization_heatmap
+            from simulator.units import format_bytes
 
             link_utilization_heatmap(fabric, last[-1], heatmap,
-                                     title=f"{op} of {rows[-1]['bytes']} B on {spec.gpus} GPUs ({last[-1].engine} engine)")
+                                     title=f"{op} of {format_bytes(rows[-1]['bytes'])} on {spec.gpus} GPUs "
+                                           f"({last[-1].engine} engine)")
         if tracer:
             tracer.write()
         if recorder:
@@ -119,7 +121,8 @@ def register(app: typer.Typer) -> None:
 
             times, credits, depth = recorder.series()
             credit_timeseries(times, credits, depth, recorder.buffer_credits, credit_plot,
-                              label=f"channel {recorder.cid}", slots=_slot_timeline(fabric, workloads[-1], last[-1]))
+                              label=recorder.name, slots=_slot_timeline(fabric, workloads[-1], last[-1]),
+                              credit_bytes=recorder.credit_bytes)
         if json_path:
             write_json(json_path, {"topology": topology, "op": op, "gpus": spec.gpus, "algo": algo,
                                    "engine": engine, "dtype": dtype, "root": root, "rows": rows}, inputs)
