@@ -26,7 +26,8 @@ def register(app: typer.Typer) -> None:
         plot: Annotated[Optional[str], typer.Option(help="Write busbw vs size (.png, or .svg/.pdf for vector) here.")] = None,
         power_plot: Annotated[Optional[str], typer.Option(help="Write the power breakdown (.png, or .svg/.pdf for vector) here.")] = None,
     ) -> None:
-        """Compare systems: time, busbw, p99 latency, energy per op, static power, with a ratio column."""
+        """Compare systems: time, busbw, p99 packet latency (packet engine), energy per op, static power, with
+        a ratio column."""
         from simulator.runner.scenario_run import run_scenario
         from simulator.reports.scenario_text import print_scenario, scenario_plot
         from simulator.workloads.scenario import load_scenario, op_scenario
