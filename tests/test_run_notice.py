@@ -77,3 +77,13 @@ def test_progress_bar_on_a_terminal_advances_by_estimated_work():
     quiet = SweepProgress(Console(file=io.StringIO(), force_terminal=True), "x")
     quiet.plan(SweepPlan("packet", "packet", 2048, (1,), (10,)))  # well under 2 s: no bar
     assert quiet.progress is None
+
+
+def test_run_announces_each_size_sweep_with_system_and_workload(tmp_path):
+    scenario = tmp_path / "s.yaml"
+    scenario.write_text(f"name: t\ntopologies: [{ROOT / 'topologies' / 'teaching.yaml'}]\nengine: auto\n"
+                        "workloads:\n  - {kind: collective, name: ar, op: all_reduce, sizes: 1M}\n")
+    result = runner.invoke(app, ["run", str(scenario)])
+    assert result.exit_code == 0, result.output
+    (line,) = [x for x in result.stderr.splitlines() if "packet-hops" in x]
+    assert line.startswith("teaching, ar: auto: packet engine (largest size ")

@@ -48,8 +48,11 @@ def register(app: typer.Typer) -> None:
             model = model.model_copy(update={"topologies": topologies, "engine": engine})
         else:
             model = op_scenario(topologies, op, sizes, gpus, engine)
-        with Console(stderr=True).status("simulating") as status:
-            systems = run_scenario(model, [Path(t) for t in topologies],
+        from simulator.cli.progress import announcer
+
+        console = Console(stderr=True)
+        with console.status("simulating") as status:
+            systems = run_scenario(model, [Path(t) for t in topologies], on_plan=announcer(console),
                                    on_row=lambda name, row: status.update(f"{name}: {row['workload']}"))
         print_scenario(model, systems, report_console(stderr=json_path == "-"))
         inputs = [*topologies, *([scenario] if scenario else [])]

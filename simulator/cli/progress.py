@@ -58,3 +58,13 @@ class SweepProgress:
         if self.progress is not None:
             done = self.progress.tasks[0].fields["done"] + 1
             self.progress.update(self.task, advance=self.weights.get(row["bytes"], 1), done=done)
+
+
+def announcer(console: Console):
+    """``on_plan(system, item, plan)`` for ``runner.scenario_run.run_scenario``: the plan's line,
+    prefixed with the system and workload it is about."""
+    def announce(system: str, item: str, plan: SweepPlan) -> None:
+        line = plan_line(plan)
+        if line:
+            console.print(f"{system}, {item}: {line}", highlight=False, soft_wrap=True)
+    return announce

@@ -42,7 +42,10 @@ def register(app: typer.Typer) -> None:
             observer = TraceWriter(path=trace)
         console = Console(stderr=True)
         with console.status(f"running {model.name}") as status:
+            from simulator.cli.progress import announcer
+
             systems = run_scenario(model, topologies, observer=observer, faults=specs, locate_fault=locate,
+                                   on_plan=announcer(console),
                                    on_row=lambda sysname, row: status.update(f"{sysname}: {row['workload']}"))
         print_scenario(model, systems, report_console(stderr=json_path == "-"))
         payload = {"scenario": model.name, "systems": [s.as_dict() for s in systems]}
