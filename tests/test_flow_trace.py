@@ -96,3 +96,20 @@ def test_bench_traces_flow_runs(tmp_path):
     assert sum(e["ph"] == "b" for e in events) > 0
     assert all(0 <= e["args"]["percent"] <= 100 for e in events if e["ph"] == "C")
     assert any(e["ph"] == "C" and e["args"]["percent"] > 50 for e in events)
+
+
+def test_trace_never_overwrites_an_input_and_a_failed_run_leaves_no_half_file(tmp_path):
+    topo = tmp_path / "t.yaml"
+    topo.write_text((ROOT / "topologies" / "teaching.yaml").read_text())
+    before = topo.read_text()
+    result = runner.invoke(app, ["bench", str(topo), "--sizes", "1M", "--trace", str(topo)])
+    assert result.exit_code == 2 and "refusing to overwrite an input file" in result.output
+    assert topo.read_text() == before
+    path = tmp_path / "t.json"
+    trace = TraceWriter(path=path)
+    f = star(2, latency_s=0.0)
+    simulate(f, build_collective(f, f.gpus, "all_reduce", 1 << 20, "ring", "ideal"), engine="flow", observer=trace)
+    assert not path.exists()  # in progress: the events go to a hidden partial file
+    trace.write()
+    assert path.exists() and oct(path.stat().st_mode & 0o777) == "0o644"
+    assert not list(tmp_path.glob(".*partial"))

@@ -83,9 +83,10 @@ def register(app: typer.Typer) -> None:
                          switch=switch_flags(arbiter, crossbar, iterations, speedup, queueing))
         tracer = recorder = None
         if trace:
+            from simulator.cli.common import topology_path
             from simulator.reports.trace import TraceWriter
 
-            tracer = TraceWriter(path=trace)
+            tracer = TraceWriter(path=trace, inputs=[str(topology_path(topology))])
         if credit_plot:
             from simulator.reports.plots import CreditRecorder
 

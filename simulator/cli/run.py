@@ -39,7 +39,7 @@ def register(app: typer.Typer) -> None:
         if trace:
             from simulator.reports.trace import TraceWriter
 
-            observer = TraceWriter(path=trace)
+            observer = TraceWriter(path=trace, inputs=inputs)
         console = Console(stderr=True)
         with console.status(f"running {model.name}") as status:
             from simulator.cli.progress import announcer

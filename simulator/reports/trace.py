@@ -17,10 +17,12 @@ output.
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
-from typing import IO
+from typing import IO, Iterable
 
 from simulator.engine.packet.observer import EngineObserver
+from simulator.reports.export import FILE_MODE, guard
 
 US_PER_S = 1e6
 RUN_GAP_S = 1e-6
@@ -28,16 +30,20 @@ RUN_GAP_S = 1e-6
 
 
 class _Stream:
-    """Trace events written to a file as they come: ``append`` and ``len`` as on a list."""
+    """Trace events written to a file as they come: ``append`` and ``len`` as on a list. They go to
+    a hidden file beside ``path`` that replaces it when the trace is complete (mode 0644), so a run
+    that fails leaves the old file, never half a trace."""
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, inputs: Iterable[str | Path] = ()) -> None:
+        guard(path, inputs)
         self.path = path
+        self.tmp = path.with_name(f".{path.name}.partial")
         self.file: IO[str] | None = None
         self.count = 0
 
     def append(self, event: dict) -> None:
         if self.file is None:
-            self.file = self.path.open("w")
+            self.file = self.tmp.open("w")
             self.file.write('{"traceEvents": [\n')
         self.file.write((",\n" if self.count else "") + json.dumps(event))
         self.count += 1
@@ -52,6 +58,8 @@ class _Stream:
         assert self.file is not None
         self.file.write(f'\n], "displayTimeUnit": "ns", "otherData": {json.dumps(other)}}}\n')
         self.file.close()
+        os.chmod(self.tmp, FILE_MODE)
+        os.replace(self.tmp, self.path)
 
 
 class TraceWriter(EngineObserver):
@@ -63,10 +71,11 @@ class TraceWriter(EngineObserver):
     counters are dropped and the drop count is recorded in the file's metadata.
     """
 
-    def __init__(self, max_events: int = 1_000_000, path: str | Path | None = None) -> None:
+    def __init__(self, max_events: int = 1_000_000, path: str | Path | None = None,
+                 inputs: Iterable[str | Path] = ()) -> None:
         self.max_events = max_events
         self.path = Path(path) if path is not None else None
-        self.events: list[dict] | _Stream = _Stream(self.path) if self.path else []
+        self.events: list[dict] | _Stream = _Stream(self.path, inputs) if self.path else []
         self.dropped = 0
         self._pid: dict[str, int] = {}
         self._chan: dict[int, tuple[int, int, str]] = {}
