@@ -66,16 +66,27 @@ def _fabric(name):
 def test_topology_legend_names_lanes_and_links_and_nvl72_draws_tray_bundles():
     from simulator.reports.plots.topology import build_topology_drawing
 
-    ax = build_topology_drawing(_fabric("pcie_server")).axes[0]
-    labels = [t.get_text() for t in ax.get_legend().get_texts()]
+    fig = build_topology_drawing(_fabric("pcie_server"))
+    labels = [t.get_text() for t in fig.legends[0].get_texts()]
     assert labels == ["pcie5 x16, 1 link per device pair: 63.02 GB/s per direction"]
     nvl72 = _fabric("gb200_nvl72")
-    ax = build_topology_drawing(nvl72).axes[0]
-    (lines,) = ax.collections[:1]
+    fig = build_topology_drawing(nvl72)
+    (lines,) = fig.axes[0].collections[:1]
     assert len(lines.get_paths()) == 18 * 9  # compute tray x switch tray, not 72 x 18 device pairs
-    (label,) = [t.get_text() for t in ax.get_legend().get_texts()]
+    (label,) = [t.get_text() for t in fig.legends[0].get_texts()]
     # 4 GPUs x 2 chips per tray pair, one 2-lane NVLink5 link each, 50 GB/s per direction per link
     assert label == "nvlink5 x2, 8 links per enclosure pair: 400 GB/s per direction"
+
+
+def test_hgx_drawing_labels_never_overlap():
+    from simulator.reports.plots.topology import build_topology_drawing
+
+    fig = build_topology_drawing(_fabric("hgx_h100"))
+    ax = fig.axes[0]
+    assert _overlaps(fig, ax.texts) == []
+    renderer = FigureCanvasAgg(fig).get_renderer()
+    title = fig._suptitle.get_window_extent(renderer)
+    assert title.x0 >= 0 and title.x1 <= fig.bbox.width  # the whole title on the figure
 
 
 def test_nvl72_heatmap_has_a_row_per_tray_and_credit_plot_speaks_bytes():

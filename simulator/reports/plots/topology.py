@@ -172,10 +172,10 @@ def build_topology_drawing(fabric: Fabric, title: str = "") -> Figure:
             ax.scatter([pos[m][0] for m in mine], [pos[m][1] for m in mine], s=size, marker=marker,
                        color=colour, zorder=3, linewidths=0)
         if not many:
+            flat = _labels_fit(names, fig.get_figwidth())
             for name in names:
                 ax.text(pos[name][0], y + (0.17 if t == max(by_tier) else -0.17), name, ha="center",
-                        va="bottom" if t == max(by_tier) else "top", fontsize=6.5,
-                        rotation=90 if sum(len(name) for name in names) > LABEL_CHARS_FLAT else 0)
+                        va="bottom" if t == max(by_tier) else "top", fontsize=6.5, rotation=0 if flat else 90)
     legend = {}
     for e in links:
         lanes = f" x{e.lanes}" if e.lanes else ""
@@ -183,20 +183,29 @@ def build_topology_drawing(fabric: Fabric, title: str = "") -> Figure:
         label = f"{e.generation}{lanes}, {count} per {per}: {e.rate_Bps / GB:.4g} GB/s per direction"
         legend.setdefault(label, Line2D([], [], color=FABRIC_COLOURS.get(e.fabric, "black"),
                                         linewidth=max(0.8, lw_max * e.rate_Bps / top_rate), label=label))
-    ax.legend(handles=list(legend.values()), loc="upper left", bbox_to_anchor=(1.0, 1.0),
-              fontsize="small", title="line rate (1 GB = 1e9 B)", title_fontsize="small")
+    fig.legend(handles=list(legend.values()), loc="outside lower center", fontsize="small",
+               title="line rate (1 GB = 1e9 B)", title_fontsize="small")
     ax.set_xlim(-0.02, 1.02)
     lowest = by_tier[min(by_tier)]
-    rotated = len(lowest) > MAX_NODE_LABELS or sum(len(name) for name in lowest) > LABEL_CHARS_FLAT
+    rotated = len(lowest) > MAX_NODE_LABELS or not _labels_fit(lowest, fig.get_figwidth())
     ax.set_ylim(-0.8 if rotated else -0.45, len(by_tier) - 0.45)
     ax.set_yticks([level[t] for t in by_tier], [_tier_name(t) for t in by_tier])
     ax.set_xticks([])
     for side in ("top", "right", "bottom", "left"):
         ax.spines[side].set_visible(False)
     n_switch = sum(1 for node in fabric.nodes.values() if node.kind == "switch")
-    ax.set_title(title or f"{fabric.name}: {len(fabric.gpus)} GPUs, {n_switch} switch chips, "
+    fig.suptitle(title or f"{fabric.name}: {len(fabric.gpus)} GPUs, {n_switch} switch chips, "
                  f"{fabric.n_links} physical links (width ∝ line rate per direction)")
     return fig
+
+
+def _labels_fit(names: list[str], width_in: float) -> bool:
+    """Whether ``names`` fit side by side at 6.5 pt (about 4 pt a character) in the drawing's width
+    (about 85 % of the figure's), else they are written vertically."""
+    if sum(len(n) for n in names) > LABEL_CHARS_FLAT:
+        return False
+    slot_pt = 0.85 * width_in * 72 / max(len(names), 1)
+    return max((len(n) for n in names), default=0) * 4.0 < 0.9 * slot_pt
 
 
 def topology_drawing(fabric: Fabric, path: str | Path, title: str = "") -> Path:
