@@ -128,7 +128,7 @@ def figure_credits(out: Path) -> list[Path]:
     times, in_use, depth = recorder.series()
     label = f"{first_hop.src} -> {first_hop.dst}, 2:1 incast, {INCAST_PACKET_BYTES // 1024} KiB packets"
     return [credit_timeseries(times, in_use, depth, recorder.buffer_credits, out / "credit_loop.png",
-                              label=label)]
+                              label=label, credit_bytes=recorder.credit_bytes)]
 
 
 def figure_power(out: Path) -> list[Path]:

@@ -26,7 +26,8 @@ def register(app: typer.Typer) -> None:
         plot: Annotated[Optional[str], typer.Option(help="Write busbw vs size (.png, or .svg/.pdf for vector) here.")] = None,
         power_plot: Annotated[Optional[str], typer.Option(help="Write the power breakdown (.png, or .svg/.pdf for vector) here.")] = None,
     ) -> None:
-        """Compare systems: time, busbw, p99 latency, energy per op, static power, with a ratio column."""
+        """Compare systems: time, busbw, p99 packet latency (packet engine), energy per op, static power, with
+        a ratio column."""
         from simulator.runner.scenario_run import run_scenario
         from simulator.reports.scenario_text import print_scenario, scenario_plot
         from simulator.workloads.scenario import load_scenario, op_scenario
@@ -47,8 +48,11 @@ def register(app: typer.Typer) -> None:
             model = model.model_copy(update={"topologies": topologies, "engine": engine})
         else:
             model = op_scenario(topologies, op, sizes, gpus, engine)
-        with Console(stderr=True).status("simulating") as status:
-            systems = run_scenario(model, [Path(t) for t in topologies],
+        from simulator.cli.progress import announcer
+
+        console = Console(stderr=True)
+        with console.status("simulating") as status:
+            systems = run_scenario(model, [Path(t) for t in topologies], on_plan=announcer(console),
                                    on_row=lambda name, row: status.update(f"{name}: {row['workload']}"))
         print_scenario(model, systems, report_console(stderr=json_path == "-"))
         inputs = [*topologies, *([scenario] if scenario else [])]

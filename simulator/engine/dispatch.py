@@ -63,4 +63,8 @@ def simulate(fabric: Fabric, workload: Workload, engine: EngineName = "auto",
         engine = choose_engine(fabric, workload, packet)
     if engine == "packet":
         return run_packet(fabric, workload, packet, observer)
-    return run_flow(fabric, workload, flow or FlowConfig())
+    result = run_flow(fabric, workload, flow or FlowConfig())
+    flow_seen = getattr(observer, "flow_run", None)  # the flow engine has no per-event hooks:
+    if flow_seen is not None:  # an observer that can use the whole run gets it afterwards
+        flow_seen(fabric, workload, result)
+    return result

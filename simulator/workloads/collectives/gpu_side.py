@@ -36,10 +36,7 @@ import numpy as np
 
 from simulator.hardware.gpu_side import ArchitectureSide, CollectiveLibrary, load_gpu_side
 from simulator.topology.fabric import Fabric
-from simulator.workloads.collectives.ops import WHOLE_ARRAY_OPS
-
-P2P_OPS = frozenset({"alltoall", "sendrecv"})
-"""Ops NCCL runs on its p2p channels."""
+from simulator.workloads.collectives.ops import P2P_OPS, WHOLE_ARRAY_OPS
 
 
 @dataclass(frozen=True, slots=True)

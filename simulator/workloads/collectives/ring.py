@@ -2,9 +2,10 @@
 
 all_reduce = reduce-scatter then all-gather around the ring: 2(n-1) steps of S/n each;
 reduce_scatter and all_gather: n-1 steps of S/n (S = whole array); broadcast: a pipelined chain
-from the root (n-1 hops, each link carries S). Channel c uses its share of the equal-cost routes
-(base.channel_paths), so together the channels cover every parallel link and switch plane; on
-multi-node fabrics each channel's ring leaves every node through a different GPU and NIC
+from the root (n-1 hops, each link carries S); reduce: the same chain ending at the root, every
+rank adding its buffer on the way (NCCL runs reduce only as Ring). Channel c uses its share of the
+equal-cost routes (base.channel_paths), so together the channels cover every parallel link and
+switch plane; on multi-node fabrics each channel's ring leaves every node through a different GPU and NIC
 (rails.ring_orders).
 """
 
@@ -14,7 +15,7 @@ from simulator.workloads.collectives.base import (CollectiveSpec, DagBuilder, ch
                                                   route_lat_s)
 from simulator.workloads.collectives.rails import ring_orders
 
-OPS = frozenset({"all_reduce", "reduce_scatter", "all_gather", "broadcast"})
+OPS = frozenset({"all_reduce", "reduce_scatter", "all_gather", "broadcast", "reduce"})
 Done = dict[str, list[int]]
 """GPU -> ids of the transfers after which that GPU's part of a phase is complete."""
 
@@ -144,5 +145,8 @@ def build(spec: CollectiveSpec, dag: DagBuilder) -> None:
     elif spec.op == "broadcast":
         chain = spec.gpus[spec.root:] + spec.gpus[:spec.root]
         chain_phase(dag, spec, chain, S, base_s=base)
+    elif spec.op == "reduce":  # the ring from the root's successor round to the root
+        chain = spec.gpus[spec.root + 1:] + spec.gpus[:spec.root + 1]
+        chain_phase(dag, spec, chain, S, tag="reduce", base_s=base)
     else:
         raise ValueError(f"ring does not implement {spec.op}")
