@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING
 from simulator.engine.packet.credits import CreditBatcher, StaticCredits, credits_for
 from simulator.engine.packet.events import EventQueue
 from simulator.engine.packet.ledger import DeliveryLedger
-from simulator.engine.packet.packet import PortWake
+from simulator.engine.packet.packet import Wake
 from simulator.engine.packet.switch import InputBuffer
 from simulator.topology.fabric import Channel
 
@@ -89,7 +89,7 @@ class OutputPort:
                  "next_latency", "credits", "batcher", "credit_bytes", "full_wire", "full_k", "max_k",
                  "max_bytes", "full_advance", "ret_lag", "rets", "busy_until", "wake_at", "blocked",
                  "stall_since", "stall_s", "busy_s", "bytes", "sent", "reqs", "arbiter", "speedup",
-                 "cut_through", "vc_at", "obs", "wake_cbs", "spare", "reverse", "response_spb")
+                 "cut_through", "vc_at", "obs", "spare", "reverse", "response_spb")
 
     def __init__(self, channel: Channel, *, events: EventQueue, ledger: DeliveryLedger, eager: bool,
                  spb: float, node_latency: float, next_latency: float, credits: StaticCredits,
@@ -147,8 +147,7 @@ class OutputPort:
         self.vc_at = vc_at
         """VC of a packet on the channel at route index i (one table for the run)."""
         self.obs = obs
-        self.wake_cbs = (self.kick,)
-        self.spare: PortWake | None = None
+        self.spare: Wake | None = None
         """A spent wake-up of this port, reused by the next ``wake``."""
         self.reverse: OutputPort | None = None
         """The port of this link's other direction, when it carries responses for our bytes."""
@@ -213,14 +212,14 @@ class OutputPort:
             self.wake_at = t
             w = self.spare
             if w is None:
-                w = PortWake(self.wake_cbs, t)
+                w = Wake(self.kick, t)
             else:  # reuse the port's last spent wake-up (one allocation less per packet-hop)
                 self.spare = None
                 w.at = t
             self.events.push(t, w)
 
     # -- arbitration and sending --------------------------------------------------------------
-    def kick(self, ev: PortWake | None = None) -> None:
+    def kick(self, ev: Wake | None = None) -> None:
         """Send the next packet if the channel is free and a requester has credits for its head.
 
         ``ev``: the port's own wake-up when called as its event callback (the wake-up is spent).
@@ -235,8 +234,8 @@ class OutputPort:
             self.wake(self.busy_until)
             return
         rets = self.rets
-        if rets and rets[0][0] <= soon:
-            self._absorb(soon)
+        if self.obs is not None and rets and rets[0][0] <= soon:
+            self._absorb(soon)  # observed: the credit timeline shows every update as it lands
         # requesters whose head may go now: its input's crossbar read is free and its credits fit
         fits = self.credits.fits
         vc_at = self.vc_at
@@ -260,8 +259,12 @@ class OutputPort:
             w = p.wire
             k = full_k if w == full_wire else self.cost(w)[0]
             if not fits(vc, k):
-                starved = True
-            elif chosen is None:
+                if rets and rets[0][0] <= soon:  # credits came back since the last look
+                    self._absorb(soon)
+                if not fits(vc, k):
+                    starved = True
+                    continue
+            if chosen is None:
                 chosen, chosen_vc, chosen_k = r, vc, k
             else:  # a second candidate: the arbiter will decide
                 if cands is None:
@@ -335,12 +338,12 @@ class OutputPort:
             if self.eager:
                 self.ledger.deliver_ahead(p, t_tail)
             else:
-                p.callbacks = self.ledger.deliver_cbs
+                p.callback = self.ledger.deliver_cb
                 self.events.push(t_tail, p)
         else:
             ready = (now + self.latency if self.cut_through else t_tail) + self.next_latency
             p.t_ready = ready
-            p.callbacks = self.down.arrive_cbs
+            p.callback = self.down.arrive_cb
             self.events.push(ready, p)
         obs = self.obs
         if obs is not None:
