@@ -118,12 +118,10 @@ class OutputPort:
         self.full_wire = full_wire
         self.max_k = max_k
         """Most credits one packet may take (a packet bigger than the buffer takes all of it)."""
-        self.full_k = min(credits_for(full_wire, channel.credit.credit_bytes), max_k)
-        """Credits of a full packet (precomputed)."""
         self.max_bytes = max_k * channel.credit.credit_bytes
         """Usable buffer of one packet (bytes)."""
-        self.full_advance = max(0, full_wire - self.max_bytes) * spb
-        """Coarse mode: how much earlier a full packet's space frees than its tail leaves (s)."""
+        self.full_k, self.full_advance = self._cost(full_wire)
+        """Credits of a full packet and its coarse-mode advance (``cost``, precomputed)."""
         self.ret_lag = ret_lag
         """Credit return delay + reverse propagation (s)."""
         self.rets: list[tuple[float, int, int]] = []
@@ -166,19 +164,29 @@ class OutputPort:
         leaves when it is bigger than the buffer (coarse mode, see ``release``)."""
         if wire == self.full_wire:
             return self.full_k, self.full_advance
+        return self._cost(wire)
+
+    def _cost(self, wire: int) -> tuple[int, float]:
+        """The rule behind ``cost`` (which caches it for full packets)."""
         k = credits_for(wire, self.credit_bytes)
-        advance = (wire - self.max_bytes) * self.spb if wire > self.max_bytes else 0.0
-        return (k if k < self.max_k else self.max_k), advance
+        if k <= self.max_k:
+            return k, 0.0
+        return self.max_k, self.max_bytes * self.spb  # coarse: see ``release``
 
     def release(self, t_free: float, vc: int, wire: int) -> None:
         """The receiver frees the space of a ``wire``-byte packet of ``vc`` at ``t_free`` (its tail
         left or was delivered): the credits go back after ``ret_lag`` (maybe batched).
 
-        Coarse mode (packet larger than the usable buffer): the unit streams through the buffer,
-        so the space its head needs again frees (wire - buffer) serialization times before its tail
-        leaves; the return is advanced by that much. This keeps large transfer units at line rate
-        when the buffer covers the credit loop (real NVLink/IB buffers do) and is optimistic by up
-        to wire/buffer when it does not: study credit loops with packets smaller than the buffer.
+        Coarse mode (packet of w bytes larger than the usable buffer of W bytes): the unit streams
+        through the buffer. When its tail has been sent, its last W bytes are in flight; the next
+        unit's first byte needs the slot of the byte W from the end, which frees W serialization
+        times (W x s/B) before the tail does. The whole return is advanced by that much, so the next
+        unit may start at end + max(0, loop - W x s/B): line rate exactly when the buffer covers the
+        credit loop (W >= rate x (latency + return delay + reverse latency), as real NVLink/IB
+        buffers do, whatever w is), else w / (loop + (w - W) x s/B), between the flit-level W / loop
+        and line rate (optimistic by up to w / W): study credit loops with packets smaller than the
+        buffer. (Until this rule, the advance was (w - W) x s/B, which throttled units just above
+        the buffer, e.g. 16 KiB on HGX H100's 16 KiB NVLink 4 buffer, to one unit per loop.)
         """
         if wire == self.full_wire:  # cost(wire), precomputed for full packets
             k, advance = self.full_k, self.full_advance
