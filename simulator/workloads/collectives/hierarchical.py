@@ -36,6 +36,11 @@ def build(spec: CollectiveSpec, dag: DagBuilder) -> None:
     for i, node in enumerate(nodes):
         done.update(ring_phase(dag, spec, node, m - 1, S / m, tag=f"hier.rs.n{i}",
                                base_s=spec.base_s("ring")))
+    if spec.sample is not None:  # an estimate: a skipped node's phase 1 ends when the sampled node's does
+        sampled = next(node for node in nodes if spec.fabric.nodes[node[0]].group == spec.sample)
+        for node in nodes:
+            for j, g in enumerate(node):
+                done[g] = done[sampled[j]]
     after2: dict[str, list[int]] = {}
     for j in range(m):
         cross = tuple(node[j] for node in nodes)

@@ -78,7 +78,8 @@ def ring_orders(fabric: Fabric, gpus: tuple[str, ...], channels: int) -> list[tu
     for e, x in exit_entry(fabric, nodes):
         middle = [(x + j) % m for j in range(1, m) if (x + j) % m != e]
         local.append([x, *middle, e] if x != e else [x, *middle])
-    return [tuple(node[i] for node in nodes for i in local[c % m]) for c in range(channels)]
+    rings = [tuple(node[i] for node in nodes for i in order) for order in local]
+    return [rings[c % m] for c in range(channels)]  # channel c and c + m share one tuple
 
 
 def tree_parents(fabric: Fabric, gpus: tuple[str, ...], channel: int) -> list[dict[str, str]] | None:

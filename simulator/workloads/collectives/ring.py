@@ -34,11 +34,16 @@ def ring_phase(dag: DagBuilder, spec: CollectiveSpec, ring: tuple[str, ...], ste
             done[g] = list(after.get(g, []))
         return done
     per_channel = step_bytes / C
+    latencies: dict[tuple[str, ...], tuple[float, float]] = {}  # channels repeat the same few orders
     for c in range(C):
         ring = orders[c]
-        hop, lat = edge_latency(spec, [(src, ring[(i + 1) % m]) for i, src in enumerate(ring)])
+        if ring not in latencies:
+            latencies[ring] = edge_latency(spec, [(src, ring[(i + 1) % m]) for i, src in enumerate(ring)])
+        hop, lat = latencies[ring]
         for i, src in enumerate(ring):
             dst = ring[(i + 1) % m]
+            if not spec.builds(src, dst):
+                continue
             paths = channel_paths(spec.fabric, src, dst, c, C)
             deps = after.get(src, []) + after.get(dst, [])
             if spec.granularity == "steady":
@@ -103,6 +108,8 @@ def chain_phase(dag: DagBuilder, spec: CollectiveSpec, chain: tuple[str, ...], d
         if spec.granularity == "steady":
             for i in range(hops):
                 src, dst = chain[i], chain[i + 1]
+                if not spec.builds(src, dst):
+                    continue
                 delay = base_s + hops * hop + (hops - 1) * lat
                 dag.add(src, dst, spec.wire(per_channel), (), delay,
                         channel_paths(spec.fabric, src, dst, c, C), f"{tag}.ch{c}.h{i}", spec.cta_Bps(src, dst))

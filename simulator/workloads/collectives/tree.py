@@ -48,6 +48,8 @@ def build(spec: CollectiveSpec, dag: DagBuilder) -> None:
         parent = both[t]
         if spec.granularity == "steady":
             for child, par in parent.items():
+                if not spec.builds(child, par):  # the same pair both ways
+                    continue
                 for src, dst, kind in ((child, par, "up"), (par, child, "down")):
                     delay = base + 2 * depth * spec.hop_s(src, dst) + (2 * depth - 1) * route_lat_s(fabric, src, dst)
                     dag.add(src, dst, spec.wire(per_channel), (), delay,
