@@ -44,6 +44,14 @@ def build(spec: CollectiveSpec, dag: DagBuilder) -> None:
     after2: dict[str, list[int]] = {}
     for j in range(m):
         cross = tuple(node[j] for node in nodes)
-        after2.update(ring_phase(dag, spec, cross, 2 * (k - 1), S / m / k, done, tag=f"hier.ar.l{j}"))
+        after2.update(ring_phase(dag, spec, cross, 2 * (k - 1), S / m / k, joins(dag, done, cross, "rs"),
+                                 tag=f"hier.ar.l{j}"))
     for i, node in enumerate(nodes):
-        ring_phase(dag, spec, node, m - 1, S / m, after2, tag=f"hier.ag.n{i}")
+        ring_phase(dag, spec, node, m - 1, S / m, joins(dag, after2, node, "ar"), tag=f"hier.ag.n{i}")
+
+
+def joins(dag: DagBuilder, done: dict[str, list[int]], gpus: tuple[str, ...], phase: str) -> dict[str, list[int]]:
+    """One zero-byte, zero-delay transfer per GPU that ends with the GPU's part of the previous
+    phase: the next phase's transfers wait on two of them instead of on every transfer of both
+    ends (the same start times, without a fan-in of channels x steps deps per transfer)."""
+    return {g: [dag.add(g, g, 0, done.get(g, []), tag=f"hier.{phase}.done")] for g in gpus}
