@@ -130,7 +130,7 @@ class DagBuilder:
     def add(self, src: str, dst: str, nbytes: int, deps=(), delay_s: float = 0.0,
             paths: tuple[Route, ...] | None = None, tag: str = "", rate_Bps: float = 0.0) -> int:
         tid = len(self.transfers)
-        self.transfers.append(Transfer(tid, src, dst, int(nbytes), tuple(sorted(set(deps))),
+        self.transfers.append(Transfer(tid, src, dst, int(nbytes), tuple(sorted(set(deps))) if deps else (),
                                        delay_s, paths, tag, rate_Bps))
         return tid
 

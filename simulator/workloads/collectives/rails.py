@@ -25,11 +25,16 @@ from simulator.workloads.collectives.base import link_kind
 
 
 def nodes_of(fabric: Fabric, gpus) -> list[tuple[str, ...]]:
-    """GPUs grouped by ``Node.group`` in order of first appearance."""
-    groups: dict[str, list[str]] = {}
-    for g in gpus:
-        groups.setdefault(fabric.nodes[g].group, []).append(g)
-    return [tuple(v) for v in groups.values()]
+    """GPUs grouped by ``Node.group`` in order of first appearance (cached on the fabric per GPU
+    tuple: every channel of every candidate asks)."""
+    key = ("rails.nodes", tuple(gpus))
+    nodes = fabric.route_cache.get(key)
+    if nodes is None:
+        groups: dict[str, list[str]] = {}
+        for g in gpus:
+            groups.setdefault(fabric.nodes[g].group, []).append(g)
+        nodes = fabric.route_cache[key] = tuple(tuple(v) for v in groups.values())
+    return list(nodes)
 
 
 def rail_nodes(fabric: Fabric, gpus) -> list[tuple[str, ...]] | None:

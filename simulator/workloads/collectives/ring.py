@@ -35,6 +35,7 @@ def ring_phase(dag: DagBuilder, spec: CollectiveSpec, ring: tuple[str, ...], ste
         return done
     per_channel = step_bytes / C
     latencies: dict[tuple[str, ...], tuple[float, float]] = {}  # channels repeat the same few orders
+    wire = spec.wire(steps * per_channel)
     for c in range(C):
         ring = orders[c]
         if ring not in latencies:
@@ -47,7 +48,7 @@ def ring_phase(dag: DagBuilder, spec: CollectiveSpec, ring: tuple[str, ...], ste
             paths = channel_paths(spec.fabric, src, dst, c, C)
             deps = after.get(src, []) + after.get(dst, [])
             if spec.granularity == "steady":
-                tid = dag.add(src, dst, spec.wire(steps * per_channel), deps,
+                tid = dag.add(src, dst, wire, deps,
                               base_s + steps * hop + (steps - 1) * lat, paths, f"{tag}.ch{c}.r{i}",
                               spec.cta_Bps(src, dst))
                 done[src].append(tid)
