@@ -221,11 +221,15 @@ def channel_capacity_Bps(fabric: Fabric) -> np.ndarray:
     cached = fabric.route_cache.get(key)
     if cached is not None:
         return cached
-    out = np.empty(len(fabric.channels))
-    for c in fabric.channels:
-        forward = fabric.nodes[c.dst].latency_s if fabric.forwards(c.dst) else 0.0
-        loop = c.latency_s + forward + c.credit.return_delay_s + fabric.reverse_latency_s(c)
-        out[c.id] = min(c.rate_Bps, c.credit.buffer_bytes / loop) if loop > 0 else c.rate_Bps
+    chans, nodes = fabric.channels, fabric.nodes
+    latency = np.array([c.latency_s for c in chans])
+    back = np.array([fabric.reverse_latency_s(c) for c in chans])
+    forward = np.array([nodes[c.dst].latency_s if fabric.forwards(c.dst) else 0.0 for c in chans])
+    loop = latency + forward + np.array([c.credit.return_delay_s for c in chans]) + back
+    rate = np.array([c.rate_Bps for c in chans])
+    buffer = np.array([c.credit.buffer_bytes for c in chans], dtype=float)
+    with np.errstate(divide="ignore"):
+        out = np.where(loop > 0, np.minimum(rate, buffer / np.where(loop > 0, loop, 1.0)), rate)
     out.flags.writeable = False
     fabric.route_cache[key] = out
     return out
