@@ -6,6 +6,10 @@ bandwidth time is its most loaded channel (bytes / rate_Bps, alpha-beta "beta") 
 rate-limited transfer (bytes / ``Transfer.rate_Bps``: a CTA's pace), its latency the
 largest delay + route latency ("alpha"); phases add along the DAG's critical path. Protocol
 constants come from the protocol parts, bandwidths and latencies from the fabric.
+
+``choose`` builds each candidate for its estimate only partly on multi-node fabrics of alike nodes
+(``sample_node``: one node's insides plus every transfer between nodes, the same estimate as the
+whole workload's) and builds whole only the candidate it picks.
 """
 
 from __future__ import annotations
