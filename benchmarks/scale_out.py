@@ -6,9 +6,12 @@ it (counts, per-GPU bandwidth, max-flow bisection), then build and run a 1 GiB r
 (LL128, steady granularity) on the flow engine. 576 and 1,152 GPUs are the shipped
 ``gb200_nvl72_x8_ib.yaml`` / ``x16``; larger sizes are synthetic: the x8 racks repeated, 32 NICs
 per leaf, and director-class spines (a benchmark-only part, one link from every leaf to each of 32
-spines). Usage:
+spines). Then the whole CLI, each in a fresh process, against the targets of issue 11: a 1 GiB
+all_reduce on the shipped 1,152-GPU fabric with ``--algo auto`` (<= 10 s; the tuner estimates every
+candidate from one rack and builds only the one it picks) and ``--help`` start-up (<= 0.5 s).
+9,216 GPUs (128 racks) should take <= 60 s. Usage:
 
-    python benchmarks/scale_out.py [--gpus 576,1152,4608] [--skip-describe]
+    python benchmarks/scale_out.py [--gpus 576,1152,4608,9216] [--skip-describe] [--skip-cli]
 """
 
 from __future__ import annotations
@@ -92,6 +95,27 @@ def measure(gpus: int, describe_too: bool) -> dict:
             "peak_MiB": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}
 
 
+CLI_CASES = (
+    ("bench 1,152 GPUs 1 GiB all_reduce --algo auto (flow)", 10.0,
+     ["bench", str(TOPOLOGIES / SHIPPED[1152]), "--sizes", "1G", "--algo", "auto", "--engine", "flow"]),
+    ("--help start-up", 0.5, ["--help"]),
+)
+
+
+def cli_seconds(args: list[str], repeats: int) -> float:
+    """Best wall time (s) of ``python -m simulator ARGS`` over ``repeats`` fresh processes."""
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    best = math.inf
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        out = subprocess.run([sys.executable, "-m", "simulator", *args], capture_output=True, text=True,
+                             cwd=ROOT, env=env)
+        best = min(best, time.perf_counter() - t0)
+        if out.returncode:
+            raise SystemExit(f"python -m simulator {' '.join(args)} failed: {out.stderr.strip()[-300:]}")
+    return best
+
+
 def slope(xs: list[float], ys: list[float]) -> float:
     """Least-squares slope of log y against log x."""
     lx, ly = [math.log(x) for x in xs], [math.log(y) for y in ys]
@@ -103,6 +127,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--gpus", default="576,1152,4608", help="comma-separated GPU counts (multiples of 576)")
     parser.add_argument("--skip-describe", action="store_true")
+    parser.add_argument("--skip-cli", action="store_true", help="skip the whole-CLI timings")
     parser.add_argument("--one", type=int, help=argparse.SUPPRESS)  # child process: one size, JSON out
     args = parser.parse_args()
     if args.one:
@@ -130,6 +155,12 @@ def main() -> None:
               f"flow k = {slope(g, [r['flow_s'] for r in rows]):.2f}; "
               f"memory k = {slope(g, [r['peak_MiB'] for r in rows]):.2f}, "
               f"links k = {slope(g, [r['links'] for r in rows]):.2f}")
+
+    if not args.skip_cli:
+        for label, target, cli_args in CLI_CASES:
+            seconds = cli_seconds(cli_args, repeats=3 if target < 1 else 1)
+            verdict = "meets" if seconds <= target else "misses"
+            print(f"CLI {label}: {seconds:.2f} s ({verdict} the <= {target:g} s target)")
 
 
 if __name__ == "__main__":

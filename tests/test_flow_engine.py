@@ -63,3 +63,27 @@ def test_invariants_bytes_and_determinism():
     assert a.channel_bytes.sum() == pytest.approx(2 * w.total_bytes)  # every route is 2 hops
     assert np.array_equal(a.finish_s, b.finish_s) and np.array_equal(a.channel_bytes, b.channel_bytes)
     assert np.all(a.utilization() <= 1 + 1e-9)
+
+
+@pytest.mark.parametrize("topology,op,algo,protocol,granularity", [
+    ("hgx_h100", "all_reduce", "ring", "Simple", "steady"),
+    ("hgx_h100", "all_reduce", "tree", "LL128", "chunked"),
+    ("hgx_h100", "alltoall", "direct", "Simple", "steady"),
+    ("hopper_ib_rack", "all_reduce", "hierarchical", "Simple", "steady"),
+    ("hopper_ib_rack", "all_reduce", "tree", "LL128", "steady"),
+])
+def test_identical_transfers_run_as_one_class_give_the_same_result(topology, op, algo, protocol, granularity):
+    """FlowConfig.aggregate runs identical transfers as one weighted flow: exact, not an approximation."""
+    from pathlib import Path
+
+    from simulator.engine.flow import FlowConfig
+    from simulator.topology.builder import build_fabric
+
+    fabric = build_fabric(Path(__file__).resolve().parents[1] / "topologies" / f"{topology}.yaml")
+    w = build_collective(fabric, fabric.gpus, op, 16 << 20, algo, protocol, granularity=granularity)
+    one_each = run_flow(fabric, w, FlowConfig(aggregate=False))
+    classes = run_flow(fabric, w)
+    assert classes.finish_s == pytest.approx(one_each.finish_s, rel=1e-12)
+    assert classes.start_s == pytest.approx(one_each.start_s, rel=1e-12)
+    assert classes.channel_bytes == pytest.approx(one_each.channel_bytes, rel=1e-9)
+    assert all(classes.invariants.values())

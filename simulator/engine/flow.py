@@ -39,6 +39,10 @@ class FlowConfig:
     """A sub-flow with less than this fraction of its bytes left counts as drained (float slack)."""
     max_events: int = 50_000_000
     """Safety stop: more events than this is reported as a SimulationError."""
+    aggregate: bool = True
+    """Run identical transfers (same ends, paths, bytes, delay, rate limit and deps) as one flow of
+    their multiplicity: they start together and get equal max-min rates, so this is exact (a
+    collective's channels often repeat one transfer on the same routes). False: one flow each."""
 
 
 @dataclass(slots=True)
@@ -135,23 +139,47 @@ _LOCAL = _Plan(np.zeros(0, dtype=np.int64), np.zeros(0), 0.0, 0.0)
 """Plan of a local copy (src == dst): no channel crossed."""
 
 
-def _plan(fabric: Fabric, workload: Workload, table: _RouteTable) -> tuple[list[_Plan | None], np.ndarray]:
-    """One plan per transfer (None for pure delays), shared by transfers with the same src, dst
-    and paths; sub-flow bytes in proportion to each route's bottleneck rate. A rate-limited
-    transfer gets a limit channel of its own (id ``len(fabric.channels) + k``) appended to each of
-    its routes. Returns the plans and the limits (B/s)."""
+def _classes(workload: Workload, aggregate: bool) -> tuple[list[int], list[int], list[int]]:
+    """Transfers grouped into classes of identical ones (``FlowConfig.aggregate``): each
+    transfer's class, each class's first transfer (its representative) and its multiplicity."""
+    transfers = workload.transfers
+    if not aggregate:
+        n = len(transfers)
+        return list(range(n)), list(range(n)), [1] * n
+    of: dict[tuple, int] = {}
+    klass, reps, mult = [], [], []
+    for t in transfers:
+        key = (t.src, t.dst, t.bytes, t.delay_s, t.rate_Bps, t.deps, t.paths)
+        k = of.get(key)
+        if k is None:
+            k = of[key] = len(reps)
+            reps.append(t.id)
+            mult.append(0)
+        mult[k] += 1
+        klass.append(k)
+    return klass, reps, mult
+
+
+def _plan(fabric: Fabric, workload: Workload, table: _RouteTable, reps: list[int],
+          mult: list[int]) -> tuple[list[_Plan | None], np.ndarray]:
+    """One plan per class (None for pure delays), shared by classes with the same src, dst and
+    paths; sub-flow bytes in proportion to each route's bottleneck rate. A rate-limited class
+    gets a limit channel of its own (id ``len(fabric.channels) + k``) appended to each of its
+    routes, of its members' rates together (each member's sub-flows are held to its own rate).
+    Returns the plans and the limits (B/s)."""
     route_ids: dict[tuple, list[int] | None] = {}
     keys: list[tuple | None] = []
     limits: list[float] = []
     n_real = len(fabric.channels)
-    for t in workload.transfers:
+    for k, tid in enumerate(reps):
+        t = workload.transfers[tid]
         if t.bytes == 0:
             keys.append(None)
             continue
         limit = ()
         if t.rate_Bps:
             limit = (n_real + len(limits),)
-            limits.append(t.rate_Bps)
+            limits.append(t.rate_Bps * mult[k])
         key = (t.src, t.dst, t.paths, limit)
         keys.append(key)
         if t.src == t.dst and limit:  # a local copy at the pace of its CTAs: the limit is its route
@@ -193,11 +221,15 @@ def channel_capacity_Bps(fabric: Fabric) -> np.ndarray:
     cached = fabric.route_cache.get(key)
     if cached is not None:
         return cached
-    out = np.empty(len(fabric.channels))
-    for c in fabric.channels:
-        forward = fabric.nodes[c.dst].latency_s if fabric.forwards(c.dst) else 0.0
-        loop = c.latency_s + forward + c.credit.return_delay_s + fabric.reverse_latency_s(c)
-        out[c.id] = min(c.rate_Bps, c.credit.buffer_bytes / loop) if loop > 0 else c.rate_Bps
+    chans, nodes = fabric.channels, fabric.nodes
+    latency = np.array([c.latency_s for c in chans])
+    back = np.array([fabric.reverse_latency_s(c) for c in chans])
+    forward = np.array([nodes[c.dst].latency_s if fabric.forwards(c.dst) else 0.0 for c in chans])
+    loop = latency + forward + np.array([c.credit.return_delay_s for c in chans]) + back
+    rate = np.array([c.rate_Bps for c in chans])
+    buffer = np.array([c.credit.buffer_bytes for c in chans], dtype=float)
+    with np.errstate(divide="ignore"):
+        out = np.where(loop > 0, np.minimum(rate, buffer / np.where(loop > 0, loop, 1.0)), rate)
     out.flags.writeable = False
     fabric.route_cache[key] = out
     return out
@@ -207,10 +239,13 @@ class _Active:
     """The active sub-flows as parallel numpy arrays. Additions are queued and concatenated once
     per event (``flush``), so adding k sub-flows costs O(k), not O(k x active)."""
 
-    __slots__ = ("tid", "bytes", "left", "rid", "rate", "dirty", "_pending")
+    __slots__ = ("tid", "bytes", "left", "rid", "weight", "rate", "dirty", "_pending")
 
     def __init__(self) -> None:
         self.tid = np.zeros(0, dtype=np.int64)
+        """Class of each sub-flow (``_classes``)."""
+        self.weight = np.zeros(0)
+        """Identical transfers the sub-flow stands for (each moves ``bytes`` at ``rate``)."""
         self.bytes = np.zeros(0)
         """Bytes of each sub-flow (B)."""
         self.left = np.zeros(0)
@@ -220,25 +255,28 @@ class _Active:
         self.rate = np.zeros(0)
         """Current max-min rate (B/s)."""
         self.dirty = False
-        self._pending: list[tuple[int, float, _Plan]] = []
+        self._pending: list[tuple[int, float, _Plan, int]] = []
 
     def __len__(self) -> int:
         return len(self.tid)
 
-    def add(self, tid: int, nbytes: float, plan: _Plan) -> None:
-        """Queue the sub-flows of transfer ``tid`` (``nbytes`` spread over ``plan``'s routes)."""
-        self._pending.append((tid, nbytes, plan))
+    def add(self, tid: int, nbytes: float, plan: _Plan, weight: int = 1) -> None:
+        """Queue the sub-flows of class ``tid`` (``nbytes`` of each of its ``weight`` transfers
+        spread over ``plan``'s routes)."""
+        self._pending.append((tid, nbytes, plan, weight))
         self.dirty = True
 
     def flush(self) -> None:
         pending = self._pending
         if not pending:
             return
-        counts = [len(p.route_ids) for _, _, p in pending]
-        tid = np.repeat(np.fromiter((t for t, _, _ in pending), dtype=np.int64, count=len(pending)), counts)
-        nbytes = np.concatenate([b * p.shares for _, b, p in pending])
-        rid = np.concatenate([p.route_ids for _, _, p in pending])
+        counts = [len(p.route_ids) for _, _, p, _ in pending]
+        tid = np.repeat(np.fromiter((t for t, _, _, _ in pending), dtype=np.int64, count=len(pending)), counts)
+        weight = np.repeat(np.fromiter((w for _, _, _, w in pending), dtype=float, count=len(pending)), counts)
+        nbytes = np.concatenate([b * p.shares for _, b, p, _ in pending])
+        rid = np.concatenate([p.route_ids for _, _, p, _ in pending])
         self.tid = np.concatenate((self.tid, tid))
+        self.weight = np.concatenate((self.weight, weight))
         self.bytes = np.concatenate((self.bytes, nbytes))
         self.left = np.concatenate((self.left, nbytes))
         self.rid = np.concatenate((self.rid, rid))
@@ -246,6 +284,7 @@ class _Active:
 
     def keep(self, mask: np.ndarray) -> None:
         self.tid = self.tid[mask]
+        self.weight = self.weight[mask]
         self.bytes = self.bytes[mask]
         self.left = self.left[mask]
         self.rid = self.rid[mask]
@@ -253,51 +292,58 @@ class _Active:
 
     def reallocate(self, capacity: np.ndarray, table: _RouteTable) -> None:
         """Max-min rates. Sub-flows on the same route get the same max-min rate, so the allocation
-        is solved over distinct routes weighted by how many sub-flows use each."""
-        mult = np.bincount(self.rid, minlength=len(table.routes))
+        is solved over distinct routes weighted by how many transfers' sub-flows use each."""
+        mult = np.bincount(self.rid, weights=self.weight, minlength=len(table.routes))
         used = np.flatnonzero(mult)
         entry_flow, entry_channel, entry_coef = table.entries(used)
         per_route = np.zeros(len(table.routes))
         per_route[used] = max_min_rates(len(used), entry_flow, entry_channel, capacity,
-                                        weight=mult[used].astype(float), coef=entry_coef)
+                                        weight=mult[used], coef=entry_coef)
         self.rate = per_route[self.rid]
         self.dirty = False
 
 
 def run_flow(fabric: Fabric, workload: Workload, config: FlowConfig = FlowConfig()) -> RunResult:
-    """Run ``workload`` on ``fabric`` with max-min fair fluid flows; return the engine-neutral result."""
+    """Run ``workload`` on ``fabric`` with max-min fair fluid flows; return the engine-neutral result.
+
+    The run moves classes of identical transfers (``FlowConfig.aggregate``): a class starts when
+    its representative's deps are done (its members share them) and all its members finish together."""
     wall0 = time.perf_counter()
     transfers = workload.transfers
     n = len(transfers)
+    klass, reps, mult = _classes(workload, config.aggregate)
+    members: list[list[int]] = [[] for _ in reps]
+    for tid, k in enumerate(klass):
+        members[k].append(tid)
     table = _RouteTable()
-    plans, limits = _plan(fabric, workload, table)
+    plans, limits = _plan(fabric, workload, table, reps, mult)
     capacity = np.concatenate((channel_capacity_Bps(fabric), limits))
     n_real = len(fabric.channels)
     start = np.full(n, np.nan)
     finish = np.full(n, np.nan)
-    waiting = np.array([len(t.deps) for t in transfers], dtype=np.int64)
-    children: list[list[int]] = [[] for _ in range(n)]
-    for t in transfers:
-        for d in t.deps:
-            children[d].append(t.id)
-    outstanding = np.zeros(n, dtype=np.int64)
+    waiting = [len(transfers[r].deps) for r in reps]
+    children: list[list[int]] = [[] for _ in range(n)]  # transfer -> classes waiting on it
+    for k, r in enumerate(reps):
+        for d in transfers[r].deps:
+            children[d].append(k)
+    outstanding = np.zeros(len(reps), dtype=np.int64)
     route_bytes = np.zeros(len(table.routes))
     heap: list[tuple[float, int, int, int]] = []
     seq = 0
 
-    def release(tid: int, ready: float) -> None:
+    def release(k: int, ready: float) -> None:
         nonlocal seq
-        t = transfers[tid]
+        t = transfers[reps[k]]
         if t.bytes == 0:
-            start[tid] = ready
-            heapq.heappush(heap, (ready + t.delay_s, seq, _FINISH, tid))
+            start[members[k]] = ready
+            heapq.heappush(heap, (ready + t.delay_s, seq, _FINISH, k))
         else:
-            heapq.heappush(heap, (ready + t.delay_s, seq, _START, tid))
+            heapq.heappush(heap, (ready + t.delay_s, seq, _START, k))
         seq += 1
 
-    for t in transfers:
-        if not t.deps:
-            release(t.id, 0.0)
+    for k, r in enumerate(reps):
+        if not transfers[r].deps:
+            release(k, 0.0)
 
     active = _Active()
     now, events, delivered = 0.0, 0, 0
@@ -315,45 +361,47 @@ def run_flow(fabric: Fabric, workload: Workload, config: FlowConfig = FlowConfig
             if t_next == t_flow:
                 drained[np.argmin(active.left)] = True
             if drained.any():
-                route_bytes += np.bincount(active.rid[drained], weights=active.bytes[drained],
+                route_bytes += np.bincount(active.rid[drained], weights=active.bytes[drained] * active.weight[drained],
                                            minlength=len(route_bytes))
-                tids = active.tid[drained]
-                np.subtract.at(outstanding, tids, 1)
-                for tid in np.unique(tids[outstanding[tids] == 0]).tolist():
-                    heapq.heappush(heap, (t_next + plans[tid].latency_s, seq, _FINISH, tid))
+                ks = active.tid[drained]
+                np.subtract.at(outstanding, ks, 1)
+                for k in np.unique(ks[outstanding[ks] == 0]).tolist():
+                    heapq.heappush(heap, (t_next + plans[k].latency_s, seq, _FINISH, k))
                     seq += 1
                 active.keep(~drained)
         now = t_next
         while heap and heap[0][0] <= now:
-            _, _, kind, tid = heapq.heappop(heap)
+            _, _, kind, k = heapq.heappop(heap)
             if kind == _START:
-                start[tid] = now
-                plan = plans[tid]
+                start[members[k]] = now
+                plan = plans[k]
                 if not len(plan.route_ids):
-                    heapq.heappush(heap, (now, seq, _FINISH, tid))
+                    heapq.heappush(heap, (now, seq, _FINISH, k))
                     seq += 1
                     continue
-                active.add(tid, float(transfers[tid].bytes), plan)
-                outstanding[tid] += len(plan.route_ids)
+                active.add(k, float(transfers[reps[k]].bytes), plan, mult[k])
+                outstanding[k] += len(plan.route_ids)
             else:
-                finish[tid] = now
-                delivered += transfers[tid].bytes
-                for child in children[tid]:
-                    waiting[child] -= 1
-                    if waiting[child] == 0:
-                        release(child, now)
+                finish[members[k]] = now
+                delivered += transfers[reps[k]].bytes * mult[k]
+                for tid in members[k]:
+                    for child in children[tid]:
+                        waiting[child] -= 1
+                        if waiting[child] == 0:
+                            release(child, now)
         active.flush()
     channel_bytes = np.zeros(len(capacity))
     if len(table.routes):
         np.add.at(channel_bytes, table.channels, np.repeat(route_bytes, table.length))
     channel_bytes, capacity = channel_bytes[:n_real], capacity[:n_real]
     injected = sum(t.bytes for t in transfers)
-    hop_bytes = sum(t.bytes * plans[t.id].mean_hops for t in transfers if plans[t.id] is not None)
+    hop_bytes = sum(transfers[r].bytes * mult[k] * plans[k].mean_hops
+                    for k, r in enumerate(reps) if plans[k] is not None)
     invariants = {
         "all_transfers_finished": bool(np.all(np.isfinite(finish))),
         "bytes_conserved": delivered == injected,
         "channel_bytes_match_routes": bool(np.isclose(channel_bytes.sum(), hop_bytes, rtol=1e-9)),
-        "deps_respected": all(start[t.id] >= finish[d] - 1e-15 for t in transfers for d in t.deps),
+        "deps_respected": _deps_respected(transfers, start, finish),
     }
     makespan = float(np.nanmax(finish)) if n else 0.0
     return RunResult(engine="flow", makespan_s=makespan, start_s=start, finish_s=finish,
@@ -362,3 +410,9 @@ def run_flow(fabric: Fabric, workload: Workload, config: FlowConfig = FlowConfig
                      channel_credit_stall_s=np.zeros(len(fabric.channels)), events=events,
                      wall_s=time.perf_counter() - wall0, invariants=invariants)
 
+
+def _deps_respected(transfers, start: np.ndarray, finish: np.ndarray) -> bool:
+    """Every transfer started no earlier than each of its deps finished (one numpy comparison)."""
+    child = np.fromiter((t.id for t in transfers for _ in t.deps), dtype=np.int64)
+    dep = np.fromiter((d for t in transfers for d in t.deps), dtype=np.int64, count=len(child))
+    return bool(np.all(start[child] >= finish[dep] - 1e-15))

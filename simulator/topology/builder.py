@@ -267,13 +267,22 @@ def _assemble(name: str, devices: dict[str, _Device], links: list[_Link]) -> Fab
                           scheduling=dev.scheduling))
         rank += part.kind == "gpu"
     channels: list[Channel] = []
+    alike: dict[tuple, tuple[dict, dict]] = {}  # links written by one spec share every fact but their ends
     for index, link in enumerate(links):
-        channels += _channels(index, link, devices, len(channels))
+        kinds = (devices[link.a].part.kind, devices[link.b].part.kind)
+        key = (id(link.gen), id(link.spec), id(link.cable), id(link.retimer), kinds)
+        facts = alike.get(key)
+        if facts is None:
+            facts = alike[key] = _directions(link, kinds)
+        first = len(channels)
+        for k, ((src, dst), fields) in enumerate(zip(((link.a, link.b), (link.b, link.a)), facts)):
+            channels.append(Channel(id=first + k, link=index, src=src, dst=dst, **fields))
     fabric = Fabric.from_parts(name, nodes, channels, _static_power(devices, links))
     return fabric
 
 
-def _channels(index: int, link: _Link, devices: dict[str, _Device], first_id: int) -> list[Channel]:
+def _directions(link: _Link, kinds: tuple[str, str]) -> tuple[dict, dict]:
+    """The ``Channel`` fields of a link's two directions besides ids and ends (a -> b, b -> a)."""
     gen, spec, cable = link.gen, link.spec, link.cable
     latency = gen.phy_latency_s + cable.latency_s(spec.cable.length, gen)
     if link.retimer is not None:
@@ -283,22 +292,21 @@ def _channels(index: int, link: _Link, devices: dict[str, _Device], first_id: in
                         batch=int(gen.credit_batch))
     overhead = gen.line_rate_Bps / gen.payload_rate_Bps  # line bits spent per payload bit
     out = []
-    for k, (src, dst) in enumerate(((link.a, link.b), (link.b, link.a))):
+    for ends in (kinds, kinds[::-1]):
         energy: dict[str, float] = {}
-        for end in (src, dst):
-            key = SERDES_KEY[devices[end].part.kind]
+        for kind in ends:
+            key = SERDES_KEY[kind]
             energy[key] = energy.get(key, 0.0) + gen.serdes_pJ_per_bit * overhead
         if link.retimer is not None and link.retimer.pJ_per_bit:
             energy["retimer"] = spec.retimers * link.retimer.pJ_per_bit * overhead
         if cable.pJ_per_bit and cable.kind in CABLE_POWER_KEY:
             energy[CABLE_POWER_KEY[cable.kind]] = cable.pJ_per_bit * overhead
-        out.append(Channel(id=first_id + k, link=index, src=src, dst=dst, fabric=gen.fabric,
-                           generation=gen.name, lanes=gen.pairs_per_direction,
-                           line_rate_Bps=gen.line_rate_Bps, rate_Bps=gen.payload_rate_Bps,
-                           latency_s=latency, credit=credit, energy_pJ_per_bit=MappingProxyType(energy),
-                           cable=cable.kind if cable.kind != "trace" else "", retimers=spec.retimers,
-                           reverse_overhead=gen.reverse_overhead))
-    return out
+        out.append(dict(fabric=gen.fabric, generation=gen.name, lanes=gen.pairs_per_direction,
+                        line_rate_Bps=gen.line_rate_Bps, rate_Bps=gen.payload_rate_Bps,
+                        latency_s=latency, credit=credit, energy_pJ_per_bit=MappingProxyType(energy),
+                        cable=cable.kind if cable.kind != "trace" else "", retimers=spec.retimers,
+                        reverse_overhead=gen.reverse_overhead))
+    return out[0], out[1]
 
 
 def _static_power(devices: dict[str, _Device], links: list[_Link]) -> dict[str, float]:

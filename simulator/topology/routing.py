@@ -178,6 +178,11 @@ def _shortest_node_paths(index: _Index, src: int, dst: int) -> list[list[int]]:
             paths.append(list(path))
             return
         want = dist[u] - 1
+        if want == 0:  # one hop from dst means a link to it: no need to scan u's successors
+            path.append(dst)
+            walk(path)
+            path.pop()
+            return
         for w in succ[u]:
             if dist[w] == want and (w == dst or transit[w]):
                 path.append(w)

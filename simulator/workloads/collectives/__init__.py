@@ -84,11 +84,14 @@ def build_collective(fabric: Fabric, gpus: list[str] | tuple[str, ...], op: str,
                      algo: str = "auto", protocol: str = "auto", channels: int | None = None,
                      granularity: str = "steady", chunk_bytes: int = DEFAULT_CHUNK_BYTES,
                      window: int = DEFAULT_WINDOW, root: int = 0,
-                     table: ProtocolTable | None = None, exposed_launch: bool = False) -> Workload:
+                     table: ProtocolTable | None = None, exposed_launch: bool = False,
+                     sample: str | None = None) -> Workload:
     """The transfer DAG of one collective call of ``nbytes`` (nccl-tests size convention).
 
     ``meta``: op, algo, protocol, bytes, n, busbw_factor, channels, granularity (and the tuner's
-    predicted time when it chose).
+    predicted time when it chose). ``sample`` (the tuner's estimates only, never run): build the
+    transfers inside that node and between nodes, not those inside the other nodes
+    (``CollectiveSpec.sample``).
     """
     table = table or load_protocols()
     gpus = check_gpus(fabric, gpus)
@@ -102,7 +105,7 @@ def build_collective(fabric: Fabric, gpus: list[str] | tuple[str, ...], op: str,
     algo, protocol = check_algo(algo), check_protocol(protocol)
     try:
         return _build(fabric, gpus, op, nbytes, algo, protocol, channels, granularity, chunk_bytes, window, root,
-                      table, exposed_launch)
+                      table, exposed_launch, sample)
     except nx.NetworkXNoPath as err:
         hint = f" (faults: {'; '.join(fabric.faults)})" if fabric.faults else ""
         raise InputError(f"{op} cannot run on {fabric.name}: {err}{hint}", field="gpus") from None
@@ -110,7 +113,7 @@ def build_collective(fabric: Fabric, gpus: list[str] | tuple[str, ...], op: str,
 
 def _build(fabric: Fabric, gpus: tuple[str, ...], op: str, nbytes: int, algo: str, protocol: str,
            channels: int | None, granularity: str, chunk_bytes: int, window: int, root: int,
-           table: ProtocolTable, exposed_launch: bool) -> Workload:
+           table: ProtocolTable, exposed_launch: bool, sample: str | None = None) -> Workload:
     from simulator.workloads.collectives.tuner import choose  # tuner builds through this module
 
     meta_extra = {}
@@ -130,7 +133,7 @@ def _build(fabric: Fabric, gpus: tuple[str, ...], op: str, nbytes: int, algo: st
     spec = CollectiveSpec(fabric=fabric, gpus=gpus, op=op, nbytes=int(nbytes), algo=algo,
                           protocol=table.protocol(protocol), table=table, channels=channels,
                           granularity=granularity, chunk_bytes=chunk_bytes, window=window, root=root,
-                          gpu=gpu, exposed_launch=exposed_launch)
+                          gpu=gpu, exposed_launch=exposed_launch, sample=sample)
     dag = DagBuilder()
     ALGORITHMS[algo].build(spec, dag)
     meta = {"op": op, "algo": algo, "protocol": protocol, "bytes": int(nbytes), "n": len(gpus),

@@ -57,6 +57,10 @@ class CollectiveSpec:
     exposed_launch: bool = False
     """Charge the kernel launch: a call timed alone. False (nccl-tests): back-to-back iterations
     hide each launch behind the previous kernel."""
+    sample: str | None = None
+    """Tuner estimates on multi-node fabrics whose nodes are alike: build the transfers inside this
+    node (``Node.group``) and every transfer between nodes, skip those inside the other nodes
+    (their links, latencies and rates repeat this node's). None: build everything."""
 
     @property
     def n(self) -> int:
@@ -66,6 +70,14 @@ class CollectiveSpec:
     def side(self) -> GpuSide | None:
         """The GPU side in force (None for the ``ideal`` protocol, which models the wire alone)."""
         return None if self.protocol.name == IDEAL else self.gpu
+
+    def builds(self, src: str, dst: str) -> bool:
+        """False for a transfer an estimate leaves out: inside a node other than ``sample``."""
+        if self.sample is None:
+            return True
+        nodes = self.fabric.nodes
+        group = nodes[src].group
+        return group == self.sample or group != nodes[dst].group
 
     def wire(self, data_bytes: float, efficiency: float = 1.0) -> int:
         """Wire bytes for ``data_bytes`` of data with this protocol (and an extra efficiency)."""
@@ -127,7 +139,7 @@ class DagBuilder:
     def add(self, src: str, dst: str, nbytes: int, deps=(), delay_s: float = 0.0,
             paths: tuple[Route, ...] | None = None, tag: str = "", rate_Bps: float = 0.0) -> int:
         tid = len(self.transfers)
-        self.transfers.append(Transfer(tid, src, dst, int(nbytes), tuple(sorted(set(deps))),
+        self.transfers.append(Transfer(tid, src, dst, int(nbytes), tuple(sorted(set(deps))) if deps else (),
                                        delay_s, paths, tag, rate_Bps))
         return tid
 

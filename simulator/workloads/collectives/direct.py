@@ -39,6 +39,8 @@ def build(spec: CollectiveSpec, dag: DagBuilder) -> None:
     for src, _, _ in todo:
         peers[src] = peers.get(src, 0) + 1
     for src, dst, size in todo:
+        if not spec.builds(src, dst):
+            continue
         ctas = max(1.0, spec.channels / peers[src])
         dag.add(src, dst, spec.wire(size), (), base + spec.hop_s(src, dst), None, f"direct.{spec.op}",
                 spec.cta_Bps(src, dst, ctas))

@@ -36,10 +36,23 @@ def build(spec: CollectiveSpec, dag: DagBuilder) -> None:
     for i, node in enumerate(nodes):
         done.update(ring_phase(dag, spec, node, m - 1, S / m, tag=f"hier.rs.n{i}",
                                base_s=spec.base_s("ring"), program="reduce_scatter"))
+    if spec.sample is not None:  # an estimate: a skipped node's phase 1 ends when the sampled node's does
+        sampled = next(node for node in nodes if spec.fabric.nodes[node[0]].group == spec.sample)
+        for node in nodes:
+            for j, g in enumerate(node):
+                done[g] = done[sampled[j]]
     after2: dict[str, list[int]] = {}
     for j in range(m):
         cross = tuple(node[j] for node in nodes)
-        after2.update(ring_phase(dag, spec, cross, 2 * (k - 1), S / m / k, done, tag=f"hier.ar.l{j}",
-                                 program="all_reduce"))
+        after2.update(ring_phase(dag, spec, cross, 2 * (k - 1), S / m / k, joins(dag, done, cross, "rs"),
+                                 tag=f"hier.ar.l{j}", program="all_reduce"))
     for i, node in enumerate(nodes):
-        ring_phase(dag, spec, node, m - 1, S / m, after2, tag=f"hier.ag.n{i}", program="all_gather")
+        ring_phase(dag, spec, node, m - 1, S / m, joins(dag, after2, node, "ar"), tag=f"hier.ag.n{i}",
+                   program="all_gather")
+
+
+def joins(dag: DagBuilder, done: dict[str, list[int]], gpus: tuple[str, ...], phase: str) -> dict[str, list[int]]:
+    """One zero-byte, zero-delay transfer per GPU that ends with the GPU's part of the previous
+    phase: the next phase's transfers wait on two of them instead of on every transfer of both
+    ends (the same start times, without a fan-in of channels x steps deps per transfer)."""
+    return {g: [dag.add(g, g, 0, done.get(g, []), tag=f"hier.{phase}.done")] for g in gpus}

@@ -25,11 +25,16 @@ from simulator.workloads.collectives.base import link_kind
 
 
 def nodes_of(fabric: Fabric, gpus) -> list[tuple[str, ...]]:
-    """GPUs grouped by ``Node.group`` in order of first appearance."""
-    groups: dict[str, list[str]] = {}
-    for g in gpus:
-        groups.setdefault(fabric.nodes[g].group, []).append(g)
-    return [tuple(v) for v in groups.values()]
+    """GPUs grouped by ``Node.group`` in order of first appearance (cached on the fabric per GPU
+    tuple: every channel of every candidate asks)."""
+    key = ("rails.nodes", tuple(gpus))
+    nodes = fabric.route_cache.get(key)
+    if nodes is None:
+        groups: dict[str, list[str]] = {}
+        for g in gpus:
+            groups.setdefault(fabric.nodes[g].group, []).append(g)
+        nodes = fabric.route_cache[key] = tuple(tuple(v) for v in groups.values())
+    return list(nodes)
 
 
 def rail_nodes(fabric: Fabric, gpus) -> list[tuple[str, ...]] | None:
@@ -78,7 +83,8 @@ def ring_orders(fabric: Fabric, gpus: tuple[str, ...], channels: int) -> list[tu
     for e, x in exit_entry(fabric, nodes):
         middle = [(x + j) % m for j in range(1, m) if (x + j) % m != e]
         local.append([x, *middle, e] if x != e else [x, *middle])
-    return [tuple(node[i] for node in nodes for i in local[c % m]) for c in range(channels)]
+    rings = [tuple(node[i] for node in nodes for i in order) for order in local]
+    return [rings[c % m] for c in range(channels)]  # channel c and c + m share one tuple
 
 
 def tree_parents(fabric: Fabric, gpus: tuple[str, ...], channel: int) -> list[dict[str, str]] | None:

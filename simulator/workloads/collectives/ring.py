@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from simulator.workloads.collectives.base import (CollectiveSpec, DagBuilder, channel_paths, n_chunks,
                                                   route_lat_s)
-from simulator.workloads.collectives.rails import ring_orders
+from simulator.workloads.collectives.rails import nodes_of, ring_orders
 
 OPS = frozenset({"all_reduce", "reduce_scatter", "all_gather", "broadcast", "reduce"})
 Done = dict[str, list[int]]
@@ -44,12 +44,18 @@ def ring_phase(dag: DagBuilder, spec: CollectiveSpec, ring: tuple[str, ...], ste
         _chunked(dag, spec, orders, steps, per_channel, after, tag, base_s, done, program)
         return done
     local = spec.ring_local_s(program, m, per_channel)
+    latencies: dict[tuple[str, ...], tuple[float, float]] = {}  # channels repeat the same few orders
+    wire = spec.wire(steps * per_channel)
     for c in range(C):
         ring = orders[c]
-        hop, lat = edge_latency(spec, [(src, ring[(i + 1) % m]) for i, src in enumerate(ring)])
+        if ring not in latencies:
+            latencies[ring] = edge_latency(spec, *ring_edges(spec, ring))
+        hop, lat = latencies[ring]
         for i, src in enumerate(ring):
             dst = ring[(i + 1) % m]
-            tid = dag.add(src, dst, spec.wire(steps * per_channel), after.get(src, []) + after.get(dst, []),
+            if not spec.builds(src, dst):
+                continue
+            tid = dag.add(src, dst, wire, after.get(src, []) + after.get(dst, []),
                           base_s + steps * hop + (steps - 1) * lat + local,
                           channel_paths(spec.fabric, src, dst, c, C), f"{tag}.ch{c}.r{i}",
                           spec.cta_Bps(src, dst, ring=(program, m)))
@@ -58,15 +64,37 @@ def ring_phase(dag: DagBuilder, spec: CollectiveSpec, ring: tuple[str, ...], ste
     return done
 
 
-def edge_latency(spec: CollectiveSpec, edges: list[tuple[str, str]]) -> tuple[float, float]:
+def ring_edges(spec: CollectiveSpec, ring: tuple[str, ...]) -> tuple[list[tuple[str, str]], list[int] | None]:
+    """The edges of ``ring`` and their weights in its mean step latency (None: all 1). For a tuner
+    estimate (``spec.sample``) only the built edges, those inside the sampled node standing for the
+    same edges inside each of the ring's nodes (every node of a rail-aware ring has the same
+    inner edges)."""
+    edges = [(src, ring[(i + 1) % len(ring)]) for i, src in enumerate(ring)]
+    if spec.sample is None:
+        return edges, None
+    nodes = spec.fabric.nodes
+    k = len(nodes_of(spec.fabric, ring))
+    kept = [e for e in edges if spec.builds(*e)]
+    return kept, [k if nodes[a].group == nodes[b].group else 1 for a, b in kept]
+
+
+def edge_latency(spec: CollectiveSpec, edges: list[tuple[str, str]],
+                 weights: list[int] | None = None) -> tuple[float, float]:
     """Protocol hop latency and route latency (s) of one step of a pipeline over ``edges``: their
-    mean, since in steady state a piece of data crosses the edges in turn (a ring that leaves a
-    node over the network once per m steps pays the network latency once per m steps)."""
+    mean (weighted by ``weights``), since in steady state a piece of data crosses the edges in turn
+    (a ring that leaves a node over the network once per m steps pays the network latency once per
+    m steps)."""
+    if not edges:
+        return 0.0, 0.0
     hops = [spec.hop_s(a, b, "ring") for a, b in edges]
     lats = [route_lat_s(spec.fabric, a, b) for a, b in edges]
     if min(hops) == max(hops) and min(lats) == max(lats):
         return hops[0], lats[0]
-    return sum(hops) / len(hops), sum(lats) / len(lats)
+    if weights is None:
+        return sum(hops) / len(hops), sum(lats) / len(lats)
+    total = sum(weights)
+    return (sum(w * h for w, h in zip(weights, hops)) / total,
+            sum(w * x for w, x in zip(weights, lats)) / total)
 
 
 def _chunked(dag, spec, orders, steps, per_channel, after, tag, base_s, done, program) -> None:
@@ -116,6 +144,8 @@ def chain_phase(dag: DagBuilder, spec: CollectiveSpec, chain: tuple[str, ...], d
         if spec.granularity == "steady":
             for i in range(hops):
                 src, dst = chain[i], chain[i + 1]
+                if not spec.builds(src, dst):
+                    continue
                 delay = base_s + hops * hop + (hops - 1) * lat
                 dag.add(src, dst, spec.wire(per_channel), (), delay,
                         channel_paths(spec.fabric, src, dst, c, C), f"{tag}.ch{c}.h{i}", spec.cta_Bps(src, dst))

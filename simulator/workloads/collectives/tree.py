@@ -42,16 +42,24 @@ def build(spec: CollectiveSpec, dag: DagBuilder) -> None:
     base = spec.base_s()
     per_channel = spec.nbytes / C
     per_channel_trees = [channel_trees(spec, c) for c in range(C)]
+    wire = spec.wire(per_channel)
+    edge: dict[tuple[str, str, int], tuple[float, float]] = {}  # (src, dst, depth) -> (delay, rate), as channels repeat pairs
     for c in range(C):
         t = c % 2
         both, depth = per_channel_trees[c]
         parent = both[t]
         if spec.granularity == "steady":
             for child, par in parent.items():
+                if not spec.builds(child, par):  # the same pair both ways
+                    continue
                 for src, dst, kind in ((child, par, "up"), (par, child, "down")):
-                    delay = base + 2 * depth * spec.hop_s(src, dst) + (2 * depth - 1) * route_lat_s(fabric, src, dst)
-                    dag.add(src, dst, spec.wire(per_channel), (), delay,
-                            channel_paths(fabric, src, dst, c, C), f"tree{t}.ch{c}.{kind}", spec.cta_Bps(src, dst))
+                    facts = edge.get((src, dst, depth))
+                    if facts is None:
+                        facts = edge[(src, dst, depth)] = (
+                            base + 2 * depth * spec.hop_s(src, dst) + (2 * depth - 1) * route_lat_s(fabric, src, dst),
+                            spec.cta_Bps(src, dst))
+                    dag.add(src, dst, wire, (), facts[0], channel_paths(fabric, src, dst, c, C),
+                            f"tree{t}.ch{c}.{kind}", facts[1])
         else:
             _chunked(dag, spec, parent, per_channel, c, base, f"tree{t}.ch{c}")
 

@@ -6,6 +6,10 @@ bandwidth time is its most loaded channel (bytes / rate_Bps, alpha-beta "beta") 
 rate-limited transfer (bytes / ``Transfer.rate_Bps``: a CTA's pace), its latency the
 largest delay + route latency ("alpha"); phases add along the DAG's critical path. Protocol
 constants come from the protocol parts, bandwidths and latencies from the fabric.
+
+``choose`` builds each candidate for its estimate only partly on multi-node fabrics of alike nodes
+(``sample_node``: one node's insides plus every transfer between nodes, the same estimate as the
+whole workload's) and builds whole only the candidate it picks.
 """
 
 from __future__ import annotations
@@ -127,6 +131,7 @@ def choose(fabric: Fabric, gpus: tuple[str, ...], op: str, nbytes: int, algo: st
 
     algos = list(ALGORITHMS) if algo == "auto" else [algo]
     protos = list(PROTOCOL_NAMES) if protocol == "auto" else [protocol]
+    sample = sample_node(fabric, gpus)
     best: tuple[float, str, str, Workload] | None = None
     reasons: list[str] = []
     for a in algos:
@@ -139,7 +144,8 @@ def choose(fabric: Fabric, gpus: tuple[str, ...], op: str, nbytes: int, algo: st
                 continue
             if algo == "auto" and a in MULTI_NODE_ALGOS and rail_nodes(fabric, gpus) is None:
                 continue
-            workload = build_collective(fabric, gpus, op, nbytes, a, p, channels=channels, table=table, **build)
+            workload = build_collective(fabric, gpus, op, nbytes, a, p, channels=channels, table=table,
+                                        sample=sample, **build)
             t = predict_s(fabric, workload)
             if best is None or t < best[0]:
                 best = (t, a, p, workload)
@@ -147,4 +153,26 @@ def choose(fabric: Fabric, gpus: tuple[str, ...], op: str, nbytes: int, algo: st
         if algo != "auto" and reasons:  # one algorithm asked for: its own reason
             raise InputError(f"{algo} cannot run {op} here: {reasons[0]}", field="algo")
         raise InputError(f"no algorithm/protocol can run {op} on these {len(gpus)} GPUs", field="algo")
-    return best[1], best[2], best[0], best[3]
+    t, a, p, workload = best
+    if sample is not None:  # the estimate left other nodes' insides out: build the whole call
+        workload = build_collective(fabric, gpus, op, nbytes, a, p, channels=channels, table=table, **build)
+    return a, p, t, workload
+
+
+def sample_node(fabric: Fabric, gpus: tuple[str, ...]) -> str | None:
+    """The node (``Node.group``) whose insides stand for every node's in the tuner's estimates, or
+    None to estimate from whole workloads.
+
+    On a multi-node fabric whose nodes are alike (equal GPU counts joined by the network:
+    ``rails.rail_nodes``; no faults, which make nodes differ), every algorithm runs the same
+    schedule inside each node, over identical links, so the transfers inside one node load its
+    links, pay its latencies and meet its CTA rates exactly as every other node's do. The
+    estimate keeps them for the first node and every transfer between nodes (which share
+    NICs, leaves and spines across nodes): ``predict_s`` gives the same time as for the whole
+    workload, for a build of 1/k of the intra-node transfers on k nodes."""
+    from simulator.workloads.collectives.rails import rail_nodes
+
+    if fabric.faults:
+        return None
+    nodes = rail_nodes(fabric, gpus)
+    return None if nodes is None else fabric.nodes[nodes[0][0]].group
