@@ -264,3 +264,40 @@ def test_describe_with_fault_counts_the_survivors():
     s = json.loads(r.output)
     assert s["switch_chips"] == 16 and s["links"] == 72 * 16 and s["faults"] == ["switch_down enclosure=switch_tray0"]
     assert s["per_gpu_GBps"]["nvlink"]["per_direction"] == pytest.approx(16 * 50.0)
+
+
+def test_scenario_faults_key_runs_healthy_and_degraded_and_locates_bad_faults(tmp_path):
+    import json
+
+    topo = __import__("pathlib").Path(HGX).resolve()
+    scen = tmp_path / "s.yaml"
+    scen.write_text(f"name: s\ntopologies: [{topo}]\nengine: flow\n"
+                    "workloads:\n  - {kind: collective, name: ar, op: all_reduce, gpus: 8, sizes: 1G, algo: ring}\n"
+                    "faults:\n  - {kind: switch_down, device: hgx.nvsw0}\n")
+    out = tmp_path / "out.json"
+    r = _cli("run", str(scen), "--json", str(out))
+    assert r.exit_code == 0, r.output
+    systems = json.loads(out.read_text())["systems"]
+    assert [s["name"] for s in systems] == ["HGX H100", "HGX H100 (degraded)"]
+    busbw = [s["rows"][0]["busbw_GBps"] for s in systems]
+    assert busbw[1] / busbw[0] == pytest.approx(13 / 18, rel=0.01)
+    # a fault in the scenario that matches nothing, and one of the wrong shape: FILE:LINE
+    scen.write_text(scen.read_text() + "  - kind: switch_down\n    device: nope\n")
+    r = _cli("run", str(scen))
+    assert r.exit_code == 2 and f"{scen}:9: faults[1].device: no switch matches nope" in r.output, r.output
+    scen.write_text(scen.read_text().replace("device: nope", "lanes: 2"))
+    r = _cli("run", str(scen))
+    assert r.exit_code == 2 and f"{scen}:8:" in r.output and "Traceback" not in r.output, r.output
+
+
+def test_compare_with_fault_runs_every_system_healthy_and_degraded(tmp_path):
+    import json
+
+    out = tmp_path / "c.json"
+    r = _cli("compare", HGX, "topologies/hgx_h200.yaml", "--op", "all_reduce", "--sizes", "1G", "--engine", "flow",
+             "--fault", "switch_down:device=hgx.nvsw0", "--json", str(out))
+    assert r.exit_code == 0, r.output
+    systems = json.loads(out.read_text())["systems"]
+    assert [s["name"] for s in systems] == ["HGX H100", "HGX H100 (degraded)", "HGX H200", "HGX H200 (degraded)"]
+    r = _cli("compare", HGX, "topologies/hgx_h200.yaml", "--op", "all_reduce", "--fault", "switch_down:device=nope")
+    assert r.exit_code == 2 and "--fault" in r.output and "no switch matches nope" in r.output, r.output

@@ -8,7 +8,7 @@ from typing import Annotated, Optional
 import typer
 from rich.console import Console
 
-from simulator.cli.common import JSON_HELP, EngineOpt, report_console
+from simulator.cli.common import JSON_HELP, EngineOpt, FaultOpt, fault_specs, report_console
 from simulator.errors import InputError
 from simulator.reports.export import write_json
 
@@ -25,8 +25,10 @@ def register(app: typer.Typer) -> None:
         json_path: Annotated[Optional[str], typer.Option("--json", help="Write the comparison as JSON here" + JSON_HELP)] = None,
         plot: Annotated[Optional[str], typer.Option(help="Write busbw vs size (.png, or .svg/.pdf for vector) here.")] = None,
         power_plot: Annotated[Optional[str], typer.Option(help="Write the power breakdown (.png, or .svg/.pdf for vector) here.")] = None,
+        fault: FaultOpt = None,
     ) -> None:
-        """Compare systems: time, busbw, p99 latency, energy per op, static power, with a ratio column."""
+        """Compare systems: time, busbw, p99 latency, energy per op, static power, with a ratio column.
+        With --fault every system runs healthy and degraded, side by side."""
         from simulator.runner.scenario_run import run_scenario
         from simulator.reports.scenario_text import print_scenario, scenario_plot
         from simulator.workloads.scenario import load_scenario, op_scenario
@@ -47,8 +49,9 @@ def register(app: typer.Typer) -> None:
             model = model.model_copy(update={"topologies": topologies, "engine": engine})
         else:
             model = op_scenario(topologies, op, sizes, gpus, engine)
+        specs, locate = fault_specs(fault or [])
         with Console(stderr=True).status("simulating") as status:
-            systems = run_scenario(model, [Path(t) for t in topologies],
+            systems = run_scenario(model, [Path(t) for t in topologies], faults=specs, locate_fault=locate,
                                    on_row=lambda name, row: status.update(f"{name}: {row['workload']}"))
         print_scenario(model, systems, report_console(stderr=json_path == "-"))
         inputs = [*topologies, *([scenario] if scenario else [])]
