@@ -2,7 +2,9 @@
 
 An ``EngineObserver``: one process per node, one thread per outgoing channel; every packet
 serialization is a complete ("X") slice on its channel's thread; the sender's credits and the
-receive buffer's queue depth are counter ("C") tracks. Timestamps are microseconds of simulated
+receive buffer's queue depth are counter ("C") tracks. Flow-engine runs with faults during the
+run (``FlowObserver``) add each transfer as a slice on its sender's "flow transfers" thread and
+each fault as a global instant ("i") event with the bytes it rerouted. Timestamps are microseconds of simulated
 time, as the format requires. Open the file at https://ui.perfetto.dev or chrome://tracing.
 """
 
@@ -11,14 +13,18 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from simulator.engine.packet.observer import EngineObserver
+from simulator.engine.flow_observer import FlowObserver
 
 US_PER_S = 1e6
 RUN_GAP_S = 1e-6
 """Gap between consecutive runs recorded in one trace (several sizes or workloads of one command)."""
 
 
-class TraceWriter(EngineObserver):
+FLOW_THREAD = 0
+"""Thread id of a node's flow-engine transfers (channel threads are channel id + 1)."""
+
+
+class TraceWriter(FlowObserver):
     """Collects trace events during a run; ``write(path)`` saves them.
 
     Several runs (a sweep, a scenario) are laid end to end on one time axis, ``RUN_GAP_S`` apart;
@@ -39,6 +45,8 @@ class TraceWriter(EngineObserver):
         self._offset_s = 0.0
         """Start of the current run on the trace's time axis: runs are laid end to end."""
         self._end_s = 0.0
+        self._flow_threads: set[int] = set()
+        """Pids whose "flow transfers" thread is named already."""
 
     # -- observer hooks -----------------------------------------------------------------------
     def run_started(self, network) -> None:
@@ -86,6 +94,23 @@ class TraceWriter(EngineObserver):
         if self._room():
             self.events.append({"ph": "C", "name": f"queue from ch{cid}", "pid": self._dst_pid[cid],
                                 "ts": (self._offset_s + t_s) * US_PER_S, "args": {"packets": depth}})
+
+    def flow_transfer(self, tid: int, src: str, dst: str, start_s: float, finish_s: float) -> None:
+        pid = self._pid[src]
+        if pid not in self._flow_threads:
+            self._flow_threads.add(pid)
+            self.events.append({"ph": "M", "name": "thread_name", "pid": pid, "tid": FLOW_THREAD,
+                                "args": {"name": "flow transfers"}})
+        if self._room():
+            self.events.append({"ph": "X", "name": self._tags[tid], "pid": pid, "tid": FLOW_THREAD,
+                                "ts": (self._offset_s + start_s) * US_PER_S, "dur": (finish_s - start_s) * US_PER_S,
+                                "args": {"to": dst}})
+
+    def fault_struck(self, event: dict) -> None:
+        self.events.append({"ph": "i", "s": "g", "name": "fault: " + "; ".join(event["faults"]), "pid": 0, "tid": 0,
+                            "ts": (self._offset_s + event["at_s"]) * US_PER_S,
+                            "args": {"bytes_rerouted": event["bytes_rerouted"],
+                                     "transfers_rerouted": event["transfers_rerouted"]}})
 
     # -- output ---------------------------------------------------------------------------------
     def document(self) -> dict:
