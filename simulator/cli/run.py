@@ -18,7 +18,8 @@ def register(app: typer.Typer) -> None:
         json_path: Annotated[Optional[str], typer.Option("--json", help="Write all rows as JSON here" + JSON_HELP)] = None,
         csv_path: Annotated[Optional[str], typer.Option("--csv", help="Write all rows as CSV here.")] = None,
         trace: Annotated[Optional[str], typer.Option(
-            help="Write a Perfetto/Chrome trace (JSON) of the packet-engine runs here.")] = None,
+            help="Write a Perfetto/Chrome trace (JSON) of the packet-engine runs here (flow-engine runs with "
+                 "faults at a time: their transfers and the faults).")] = None,
         plot: Annotated[Optional[str], typer.Option(help="Write busbw vs size (or power) as .png, .svg or .pdf here.")] = None,
         fault: FaultOpt = None,
     ) -> None:
