@@ -127,6 +127,11 @@ def test_hgx_link_down_bundle_ring_reroutes_at_13_of_18(hgx, hgx_ring_s):
     assert hgx_ring_s / ring_s(f, f.gpus) == pytest.approx(13 / 18, rel=0.01)
 
 
+def test_hgx_link_down_one_of_a_bundle_ring_at_17_of_18(hgx, hgx_ring_s):
+    f = build_fabric(HGX, [fault(kind="link_down", from_="hgx.gpu0", to="hgx.nvsw0", links=1)])
+    assert hgx_ring_s / ring_s(f, f.gpus) == pytest.approx(17 / 18, rel=0.01)
+
+
 def test_hgx_degraded_width_bundle_ring_at_15_5_of_18(hgx, hgx_ring_s):
     """GPU 0's five links to NVSwitch 0 on one of two pairs each: 13 + 5/2 links' worth."""
     f = build_fabric(HGX, [fault(kind="degraded_width", from_="hgx.gpu0", to="hgx.nvsw0", lanes=1)])

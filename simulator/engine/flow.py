@@ -2,7 +2,8 @@
 
 Each transfer, once its dependencies have finished and its ``delay_s`` has passed, is spread over
 its routes as sub-flows (bytes split in proportion to each route's bottleneck rate, as striping
-over parallel links does). Rates are the max-min fair allocation of ``Channel.rate_Bps`` among
+over parallel links does, times its ``route_weights`` share when some links serve more routes than
+others). Rates are the max-min fair allocation of ``Channel.rate_Bps`` among
 all active sub-flows, recomputed whenever a sub-flow starts or finishes (progressive filling).
 A transfer finishes when its last sub-flow drains plus the zero-load latency of its slowest
 route (links + transit switches). Pure delays (``bytes == 0``) finish ``delay_s`` after their
@@ -36,7 +37,7 @@ import networkx as nx
 
 from simulator.errors import InputError, SimulationError
 from simulator.topology.fabric import Fabric
-from simulator.topology.routing import equal_cost_routes, route_rate_Bps
+from simulator.topology.routing import equal_cost_routes, route_rate_Bps, route_weights
 from simulator.units import format_seconds
 
 _START, _FINISH = 0, 1
@@ -175,6 +176,7 @@ def _plan(fabric: Fabric, workload: Workload, table: _RouteTable) -> tuple[list[
     limits_Bps = np.array(limits, dtype=float)
     table.freeze(fabric, limits_Bps)
     plans: dict[tuple, _Plan] = {}
+    weights_of: dict[tuple, np.ndarray] = {}
     latency, hops = table.latency_s.tolist(), table.hops.tolist()
     one = np.ones(1)
     for key, rids in route_ids.items():
@@ -185,7 +187,10 @@ def _plan(fabric: Fabric, workload: Workload, table: _RouteTable) -> tuple[list[
         if len(rids) == 1:  # one route (a paced local copy has no hop and no latency)
             plans[key] = _Plan(ids, one, float(latency[rids[0]]), float(hops[rids[0]]))
             continue
-        rates = table.rate_Bps[ids]
+        weights = weights_of.get(key[:3])  # the same routes but for a transfer's own rate limit
+        if weights is None:
+            weights = weights_of[key[:3]] = route_weights([table.routes[r][:int(table.hops[r])] for r in rids])
+        rates = table.rate_Bps[ids] * weights
         shares = rates / rates.sum()
         keep = shares > 0
         plans[key] = _Plan(ids[keep], shares[keep], float(table.latency_s[ids].max()),
@@ -311,7 +316,7 @@ def _strike(change, fabric: Fabric, workload: Workload, table: _RouteTable, plan
         except nx.NetworkXNoPath:
             raise InputError(f"from {format_seconds(change.at_s)} on ({'; '.join(change.faults)}) {t.src} has no "
                              f"route to {t.dst} (transfer {t.tag or t.id}): the run cannot complete") from None
-        rates = np.array([route_rate_Bps(change.fabric, r) for r in routes])
+        rates = np.array([route_rate_Bps(change.fabric, r) for r in routes]) * route_weights(routes)
         new_routes[tid] = ([table.intern(tuple(change.original_id[list(r)].tolist()) + limit) for r in routes],
                            rates / rates.sum())
     if new_routes:
