@@ -189,3 +189,10 @@ def test_any_fault_during_a_run_keeps_the_flow_invariants(run):
     assert res.bytes_delivered == workload.total_bytes
     assert len(res.fault_events) == (spec.at < res.makespan_s)
     assert np.array_equal(res.finish_s, run_flow(f, workload).finish_s)
+
+
+def test_describe_shows_the_fabric_left_after_the_last_fault():
+    _register()
+    r = CliRunner().invoke(app, ["describe", HGX, "--json", "--fault", "switch_down:device=hgx.nvsw0,at=1ms"])
+    s = json.loads(r.output)
+    assert s["switch_chips"] == 3 and s["faults"] == ["switch_down device=hgx.nvsw0 at=1ms"]

@@ -27,18 +27,21 @@ import heapq
 import time
 from dataclasses import dataclass
 from itertools import chain
+from typing import TYPE_CHECKING
 
+import networkx as nx
 import numpy as np
 
 from simulator.engine.flow_maxmin import max_min_rates
 from simulator.engine.result import RunResult
 from simulator.engine.transfer import Workload
-import networkx as nx
-
 from simulator.errors import InputError, SimulationError
 from simulator.topology.fabric import Fabric
 from simulator.topology.routing import equal_cost_routes, route_rate_Bps, route_weights
 from simulator.units import format_seconds
+
+if TYPE_CHECKING:
+    from simulator.topology.faults import FabricChange
 
 _START, _FINISH = 0, 1
 
@@ -280,10 +283,10 @@ class _Active:
         self.dirty = False
 
 
-def _strike(change, fabric: Fabric, workload: Workload, table: _RouteTable, plans: list[_Plan | None],
+def _strike(change: FabricChange, fabric: Fabric, workload: Workload, table: _RouteTable, plans: list[_Plan | None],
             started: np.ndarray, active: _Active, capacity: np.ndarray, limits: np.ndarray,
             route_bytes: np.ndarray, outstanding: np.ndarray) -> tuple[np.ndarray, float, dict]:
-    """Switch the run to ``change`` (a ``topology.faults.FabricChange``): new capacities, sub-flows
+    """Switch the run to ``change``: new capacities, sub-flows
     and plans off the lost channels (module docstring). Returns the grown ``route_bytes``, the
     change in hop-bytes (for the invariant) and the event for the result."""
     n_real = len(fabric.channels)
