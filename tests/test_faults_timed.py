@@ -196,3 +196,12 @@ def test_describe_shows_the_fabric_left_after_the_last_fault():
     r = CliRunner().invoke(app, ["describe", HGX, "--json", "--fault", "switch_down:device=hgx.nvsw0,at=1ms"])
     s = json.loads(r.output)
     assert s["switch_chips"] == 3 and s["faults"] == ["switch_down device=hgx.nvsw0 at=1ms"]
+
+
+def test_switch_failing_under_an_nvls_reduction_is_a_clear_error():
+    """NVLS reduces in the NVSwitch chips: a transfer that ends at a chip that fails cannot move
+    (NCCL would abort the call); the error names the time, the fault and the way out."""
+    f = build_fabric(HGX, [fault(kind="switch_down", device="hgx.nvsw0", at="10us")])
+    w = build_collective(f, f.gpus, "all_reduce", 256 * 2**20, "nvls", "Simple")
+    with pytest.raises(InputError, match=r"from 10us on \(switch_down .*\) hgx.nvsw0 is gone .* e\.g\. ring"):
+        run_flow(f, w)

@@ -314,6 +314,12 @@ def _strike(change: FabricChange, fabric: Fabric, workload: Workload, table: _Ro
         t = workload.transfers[tid]
         last = table.routes[int(plans[tid].route_ids[0])][-1]
         limit = (last,) if last >= n_real else ()
+        gone = [n for n in (t.src, t.dst) if n not in change.fabric.nodes]
+        if gone:
+            raise InputError(f"from {format_seconds(change.at_s)} on ({'; '.join(change.faults)}) {gone[0]} is gone but "
+                             f"transfer {t.tag or t.id} ({t.src} -> {t.dst}) ends there (a reduction in a switch, as "
+                             f"NVLS does, cannot move mid-call): the run cannot complete; use an algorithm that "
+                             f"does not reduce in the switches, e.g. ring")
         try:
             routes = equal_cost_routes(change.fabric, t.src, t.dst)
         except nx.NetworkXNoPath:
