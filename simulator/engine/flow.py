@@ -314,17 +314,19 @@ def _strike(change: FabricChange, fabric: Fabric, workload: Workload, table: _Ro
         t = workload.transfers[tid]
         last = table.routes[int(plans[tid].route_ids[0])][-1]
         limit = (last,) if last >= n_real else ()
+        when = f"from {format_seconds(change.at_s)} on ({'; '.join(change.faults)})"
+        in_switch = "" if {fabric.nodes[t.src].kind, fabric.nodes[t.dst].kind} <= {"gpu", "host"} else \
+            " (a reduction in a switch, as NVLS does, cannot move mid-call); use an algorithm that does not " \
+            "reduce in the switches, e.g. ring"
         gone = [n for n in (t.src, t.dst) if n not in change.fabric.nodes]
         if gone:
-            raise InputError(f"from {format_seconds(change.at_s)} on ({'; '.join(change.faults)}) {gone[0]} is gone but "
-                             f"transfer {t.tag or t.id} ({t.src} -> {t.dst}) ends there (a reduction in a switch, as "
-                             f"NVLS does, cannot move mid-call): the run cannot complete; use an algorithm that "
-                             f"does not reduce in the switches, e.g. ring")
+            raise InputError(f"{when} {gone[0]} is gone but transfer {t.tag or t.id} ({t.src} -> {t.dst}) ends there: "
+                             f"the run cannot complete{in_switch}")
         try:
             routes = equal_cost_routes(change.fabric, t.src, t.dst)
         except nx.NetworkXNoPath:
-            raise InputError(f"from {format_seconds(change.at_s)} on ({'; '.join(change.faults)}) {t.src} has no "
-                             f"route to {t.dst} (transfer {t.tag or t.id}): the run cannot complete") from None
+            raise InputError(f"{when} {t.src} has no route to {t.dst} (transfer {t.tag or t.id}): the run cannot "
+                             f"complete{in_switch}") from None
         rates = np.array([route_rate_Bps(change.fabric, r) for r in routes]) * route_weights(routes)
         new_routes[tid] = ([table.intern(tuple(change.original_id[list(r)].tolist()) + limit) for r in routes],
                            rates / rates.sum())
