@@ -2,8 +2,9 @@
 
 Targets on 2 cores: flow engine < 0.1 s, packet engine < 60 s with busbw within 5% of the flow
 engine. The packet engine runs at ``fine_packet_bytes`` by default: the largest power-of-two packet
-that is not coarse on any channel and whose credit loop keeps every link at its rate (16 KiB on
-NVL72's 32 KiB NVLink 5 buffers), so the credit loop is modelled honestly. The workload (steady
+that is not coarse on any channel and whose credit loop keeps every link at its rate (8 KiB on
+NVL72's 32 KiB NVLink 5 buffers, with the switch's forwarding counted), so the credit loop is
+modelled honestly. The workload (steady
 granularity, algorithm chosen by the tuner unless --algo) and routes are built before timing; the
 timed part is the engine run. Usage:
 

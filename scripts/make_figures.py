@@ -128,7 +128,7 @@ def figure_credits(out: Path) -> list[Path]:
     times, in_use, depth = recorder.series()
     label = f"{first_hop.src} -> {first_hop.dst}, 2:1 incast, {INCAST_PACKET_BYTES // 1024} KiB packets"
     return [credit_timeseries(times, in_use, depth, recorder.buffer_credits, out / "credit_loop.png",
-                              label=label)]
+                              label=label, credit_bytes=recorder.credit_bytes)]
 
 
 def figure_power(out: Path) -> list[Path]:
@@ -181,12 +181,18 @@ def figure_gpu_side(out: Path) -> list[Path]:
         ax.plot(channels, bw, "o-", color=colour, label=f"{op} (simulated)")
         ax.plot([1], [measured], "*", ms=14, color=colour, markeredgecolor="black",
                 label=f"{op}, 1 channel measured ({measured} GB/s)")
+    out0 = [c for c in f.out_channels(f.gpus[0]) if c.fabric == "nvlink"]
+    link_bound = sum(c.rate_Bps / (1 + c.reverse_overhead) for c in out0) / 1e9
+    ax.axhline(link_bound, color="black", ls="--", lw=1)
+    ax.text(1, link_bound + 6, f"18 NVLinks loaded both ways: {link_bound:.0f} GB/s", fontsize=8)
     ax.axvline(hopper.coll_channels, color="grey", ls=":", lw=1)
     ax.text(hopper.coll_channels + 0.4, 180, "NCCL default\n(24 channels)", fontsize=8, color="grey")
     ax.set_xlabel("NCCL channels (CTAs)")
     ax.set_ylabel("busbw (GB/s)")
-    ax.set_title("2x H200, 1 GiB: channels x CTA rate, until the links bind", fontsize=10)
+    ax.set_title("2x H200, 1 GiB: channels x CTA rate until the links bind;\n"
+                 "each loop's local recv copy then leaves them idle", fontsize=10)
     ax.grid(alpha=0.3)
+    ax.set_ylim(0, link_bound * 1.15)
     ax.legend(fontsize=8, loc="lower right")
     # slot timeline: sender fills slot k once the receiver freed it (credit), receiver consumes after the flag
     slot_s = lib.slot_B() / hopper.channel_reduce_Bps * 1e6

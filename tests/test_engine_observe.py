@@ -107,3 +107,27 @@ def test_packet_stats_off_keeps_timings_and_drops_the_per_packet_arrays():
     assert len(full.packet_latency_s) == 120 and len(lean.packet_latency_s) == len(lean.queue_delay_s) == 0
     assert lean.makespan_s == full.makespan_s and (lean.finish_s == full.finish_s).all()
     assert lean.events == full.events and all(lean.invariants.values())
+
+
+@pytest.mark.parametrize("observed", [False, True])
+def test_long_runs_keep_every_kth_packet_and_the_same_timings(observed):
+    """Beyond ``packet_stats_limit`` packets the figures are a systematic sample: on one flow
+    (delivery order = send order) exactly every k-th packet of the full arrays, k a power of two."""
+    fabric = synthetic.chain(3)
+    wl = flows(("gpu0", "gpu1", PACKET * 100))
+    obs = EngineObserver() if observed else None
+    full = run_packet(fabric, wl, PacketConfig(packet_bytes=PACKET), obs)
+    lean = run_packet(fabric, wl, PacketConfig(packet_bytes=PACKET, packet_stats_limit=16), obs)
+    assert full.packet_sample_every == 1 and len(full.packet_latency_s) == 100
+    # 16 kept -> every 2nd (8 kept) -> ... -> every 8th: packets 0, 8, ..., 96
+    assert lean.packet_sample_every == 8
+    np.testing.assert_array_equal(lean.packet_latency_s, full.packet_latency_s[::8])
+    np.testing.assert_array_equal(lean.queue_delay_s, full.queue_delay_s[::8])
+    assert lean.makespan_s == full.makespan_s and lean.events == full.events
+
+
+def test_packet_stats_limit_must_keep_two_packets():
+    from simulator.errors import InputError
+
+    with pytest.raises(InputError, match="packet_stats_limit"):
+        PacketConfig(packet_stats_limit=1)

@@ -119,6 +119,36 @@ def test_coarse_packets_stream_through_a_buffer_that_covers_the_loop():
     assert all(res.invariants.values())
 
 
+def test_coarse_unit_just_above_the_buffer_still_streams_at_line_rate():
+    """A unit a few credits larger than the usable buffer (16 KiB on HGX H100's 16 KiB NVLink 4
+    buffer with batches of 16): the buffer covers the loop many times over, so the link runs at its
+    rate, as with small packets. Closed form of the coarse rule (``OutputPort.release``): the next
+    unit starts at end + max(0, loop - W x s/B), with W x s/B = 16144 B / 50 GB/s = 323 ns > the
+    ~60 ns loop. (The earlier rule advanced by (w - W) x s/B only and gave w / (w x s/B + loop).)"""
+    credit = synthetic.default_credit(buffer_bytes=16 * 1024, credit_bytes=16, return_delay_s=20e-9, batch=16)
+    fabric = synthetic.chain(2, latency_s=20e-9, credit=credit)
+    unit = 16 * 1024
+    res = run_packet(fabric, flows(("gpu0", "gpu1", unit * 40)), PacketConfig(packet_bytes=unit))
+    assert unit * 40 / res.makespan_s == pytest.approx(50e9, rel=0.01)
+    assert all(res.invariants.values())
+
+
+def test_coarse_unit_on_a_buffer_short_of_the_loop_closed_form():
+    """Buffer W below rate x loop: one unit of w > W per (loop + (w - W) x s/B), the rule's closed form."""
+    fabric = synthetic.single_link(latency_s=500e-9, credit=TINY)
+    ch = fabric.channels[0]
+    big = 8 * PACKET
+    n = 50
+    res = run_packet(fabric, flows(("gpu0", "gpu1", big * n)), PacketConfig(packet_bytes=big))
+    spb = 1 / ch.rate_Bps
+    W = ch.credit.buffer_bytes - (ch.credit.batch - 1) * ch.credit.credit_bytes
+    loop = ch.latency_s + ch.credit.return_delay_s + ch.latency_s
+    period = max(big * spb, loop + (big - W) * spb)
+    assert loop > W * spb  # the case under test
+    # n units, one per period, the last one's tail lands one serialization + latency after it starts
+    assert res.makespan_s == pytest.approx((n - 1) * period + big * spb + ch.latency_s, rel=1e-9)
+
+
 def test_coarse_packets_are_slowed_by_a_buffer_too_small_for_the_loop():
     fabric = synthetic.single_link(latency_s=500e-9, credit=TINY)
     big = 8 * PACKET

@@ -123,8 +123,9 @@ def test_nvl72_ber_on_the_spine_scales_the_ring_by_the_retry_efficiency(nvl72, n
 # --- HGX H100: 18 NVLink 4 links per GPU split 5/4/4/5 over four NVSwitch chips ---------------
 
 def test_hgx_link_down_bundle_ring_reroutes_at_13_of_18(hgx, hgx_ring_s):
+    """Within 2 %, as tests/test_faults.py: the ring's GPU-side per-step costs do not scale with links."""
     f = build_fabric(HGX, [fault(kind="link_down", from_="hgx.gpu0", to="hgx.nvsw0")])
-    assert hgx_ring_s / ring_s(f, f.gpus) == pytest.approx(13 / 18, rel=0.01)
+    assert hgx_ring_s / ring_s(f, f.gpus) == pytest.approx(13 / 18, rel=0.02)
 
 
 def test_hgx_link_down_one_of_a_bundle_ring_at_17_of_18(hgx, hgx_ring_s):
@@ -141,7 +142,7 @@ def test_hgx_degraded_width_bundle_ring_at_15_5_of_18(hgx, hgx_ring_s):
 def test_hgx_switch_down_nvswitch_ring_at_13_of_18(hgx, hgx_ring_s):
     """NVSwitch 0 down: every GPU loses its 5 links to it."""
     f = build_fabric(HGX, [fault(kind="switch_down", device="hgx.nvsw0")])
-    assert hgx_ring_s / ring_s(f, f.gpus) == pytest.approx(13 / 18, rel=0.01)
+    assert hgx_ring_s / ring_s(f, f.gpus) == pytest.approx(13 / 18, rel=0.02)
 
 
 def test_hgx_switch_down_pcie_switch_cuts_its_gpus_off_the_host(hgx):

@@ -286,7 +286,6 @@ def test_validate_shipped_log_flow_engine():
 
 @pytest.mark.parametrize("args,words", [
     (["validate", "--nccl-tests", "{bad}", "--topology", "{topo}"], "{bad}:15: out-of-place time"),
-    (["validate", "--nccl-tests", "{reduce}", "--topology", "{topo}"], "{reduce}:12: fabricsim does not simulate reduce"),
     (["validate", "--nccl-tests", "{good}", "--topology", "{topo}", "--op", "allreduce"], "op: unknown nccl-tests operation"),
     (["validate", "--nccl-tests", "{good}"], "needs --topology"),
     (["validate", "{good}"], "need --nccl-tests"),
@@ -299,9 +298,7 @@ def test_bad_input_exits_2_with_one_line(tmp_path, args, words):
     good.write_text(G_RUN)
     bad = tmp_path / "bad.log"
     bad.write_text(G_RUN.replace("30.00   69.91", "3O.00   69.91", 1))
-    reduce = tmp_path / "reduce.log"
-    reduce.write_text(G_RUN.replace("all_reduce_perf", "reduce_perf"))
-    names = {"good": good, "bad": bad, "reduce": reduce, "topo": ROOT / "topologies" / "teaching.yaml"}
+    names = {"good": good, "bad": bad, "topo": ROOT / "topologies" / "teaching.yaml"}
     result = runner.invoke(app, [a.format(**names) for a in args])
     assert result.exit_code == 2, result.output
     assert words.format(**names) in result.stderr

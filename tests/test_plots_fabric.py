@@ -88,10 +88,11 @@ def test_nvl72_heatmap_is_gpu_by_chip_per_direction_with_a_0_to_1_colorbar(nvl72
     assert all(isinstance(im, AxesImage) and im.get_clim() == (0.0, 1.0) for im in images)
     assert colorbar_ax.get_ylim() == (0.0, 1.0)
     up, down = (im.get_array() for im in images)
-    assert up.shape == down.shape == (72, 18)
-    assert up[5, 3] == pytest.approx(0.9) and up.sum() == pytest.approx(0.9)
-    assert down[70, 17] == pytest.approx(0.4) and down.sum() == pytest.approx(0.4)
-    assert [t.get_text() for t in up_ax.get_yticklabels()][:3] == ["gpu0", "gpu1", "gpu2"]
+    assert up.shape == down.shape == (18, 18)  # a row per compute tray of 4 GPUs, their mean
+    assert up[5 // 4, 3] == pytest.approx(0.9 / 4) and up.sum() == pytest.approx(0.9 / 4)
+    assert down[70 // 4, 17] == pytest.approx(0.4 / 4) and down.sum() == pytest.approx(0.4 / 4)
+    assert [t.get_text() for t in up_ax.get_yticklabels()][:3] == [f"compute{i} (4 GPUs)" for i in range(3)]
+    assert "single links from 0% to 90%" in fig._suptitle.get_text()
 
 
 def test_parallel_links_are_averaged_and_missing_links_masked():
@@ -118,12 +119,13 @@ def test_nvl72_drawing_has_one_line_per_link_gpus_below_chips(tmp_path, nvl72):
     fig = build_topology_drawing(nvl72)
     ax = fig.axes[0]
     (lines,) = [c for c in ax.collections if isinstance(c, LineCollection)]
-    assert len(lines.get_segments()) == 1296
+    assert len(lines.get_segments()) == 18 * 9  # one line per compute tray x switch tray
     assert [t.get_text() for t in ax.get_yticklabels()] == ["GPUs", "NVLink switch chips"]
     points = np.vstack([c.get_offsets() for c in ax.collections if not isinstance(c, LineCollection)])
     assert len(points) == 90
     assert sorted(set(points[:, 1])) == [0.0, 1.0] and (points[:, 1] == 0).sum() == 72
-    assert "72 GPUs" in ax.get_title() and "1296 physical links" in ax.get_title()
+    title = fig._suptitle.get_text()
+    assert "72 GPUs" in title and "1296 physical links" in title
     assert topology_drawing(nvl72, tmp_path / "t.png").stat().st_size > 20_000
 
 
@@ -137,8 +139,9 @@ def test_line_width_is_proportional_to_per_direction_line_rate():
     widths = lines.get_linewidths()
     assert len(widths) == 3
     assert widths[0] / widths[1] == pytest.approx(2.0) and widths[1] / widths[2] == pytest.approx(2.0)
-    legend = [t.get_text() for t in ax.get_legend().get_texts()]
-    assert "nvlink5 x2: 100 GB/s per direction" in legend
+    legend = [t.get_text() for t in ax.figure.legends[0].get_texts()]
+    lanes = fabric.channels[0].lanes
+    assert f"nvlink5 x{lanes}, 2 links per device pair: 100 GB/s per direction" in legend
 
 
 def test_same_tier_links_are_arcs_that_clear_the_tier():
@@ -154,5 +157,5 @@ def test_draws_the_shipped_gb200_nvl72(tmp_path):
     fabric = build_fabric(ROOT / "topologies/gb200_nvl72.yaml")
     ax = build_topology_drawing(fabric).axes[0]
     (lines,) = [c for c in ax.collections if isinstance(c, LineCollection)]
-    assert len(lines.get_segments()) == fabric.n_links == 1296
+    assert fabric.n_links == 1296 and len(lines.get_segments()) == 18 * 9  # tray-to-tray bundles
     assert topology_drawing(fabric, tmp_path / "nvl72.png").stat().st_size > 20_000

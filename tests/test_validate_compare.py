@@ -87,3 +87,14 @@ def test_compare_small_systems(tmp_path):
 def test_compare_needs_two_systems():
     result = runner.invoke(app, ["compare", str(TEACHING), "--op", "all_reduce"])
     assert result.exit_code == 2
+
+
+@pytest.mark.parametrize("gap", ["the harness times each call alone", None])
+def test_a_failing_entry_prints_why_it_disagrees(tmp_path, gap):
+    """A failing entry's known gap (or that none is known) follows the table."""
+    path = _published_file(tmp_path, _predicted_sendrecv_busbw() * 2)
+    if gap:
+        path.write_text(path.read_text() + f"    known_gap: \"{gap}\"\n")
+    result = runner.invoke(app, ["validate", "--file", str(path)], env={"COLUMNS": "200"})
+    assert result.exit_code == 1
+    assert f"teaching sendrecv (-50.0%): {gap or 'no known reason'}" in result.stdout

@@ -6,6 +6,7 @@ from pathlib import Path
 import pytest
 
 from simulator.hardware.gpu_side import load_gpu_side
+from simulator.workloads.collectives.gpu_side import GpuSide
 
 from simulator.engine.flow import run_flow
 from simulator.metrics.collective_stats import row
@@ -53,11 +54,16 @@ def test_ring_all_gather_uses_every_rail_at_the_closed_form_busbw(rack):
     nodes = rail_nodes(rack, rack.gpus)
     m = len(nodes[0])
     rails = sum(1 for n in rack.nodes.values() if n.kind == "nic" and n.group == rack.nodes[nodes[0][0]].group)
-    # each rail carries channels / m rings, each driven by one copy CTA (the GPU side)
-    cta = load_gpu_side().architecture("hopper").channel_copy_Bps
-    b_nic = min(nics[0].rate_Bps, w.meta["channels"] / m * cta)
+    # each rail carries channels / m rings, each driven by one copy CTA (the GPU side): while it
+    # runs its n-1 link primitives the CTA moves at most its link-primitive rate and its share of
+    # the NIC, then it closes the loop with a local recv that leaves the NIC idle
+    table = load_gpu_side()
+    side = GpuSide(table.architecture("hopper"), table.library)
+    n, rings = len(rack.gpus), w.meta["channels"] / m
+    during = min(side.ring_link_Bps("all_gather", n), nics[0].rate_Bps / rings)
+    per_cta = (n - 1) / ((n - 1) / during + side.ring_local_s_per_B("all_gather", n))
     b_nv = sum(c.rate_Bps for c in rack.out_channels(nodes[0][0]) if c.fabric == "nvlink")
-    expected = min(rails * b_nic, b_nv * m / (m - 1)) / 1e9
+    expected = min(rails * rings * per_cta, b_nv * m / (m - 1)) / 1e9
     assert row(w, r).busbw_GBps == pytest.approx(expected, rel=0.01)
 
 

@@ -6,7 +6,6 @@ from typing import TYPE_CHECKING, Annotated, Optional
 
 import typer
 from rich.console import Console
-from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
 from simulator.cli.common import (ArbiterOpt, CrossbarOpt, EngineOpt, IterationsOpt, PacketBytesOpt, QueueingOpt,
                                    JSON_HELP, SeedOpt, SpeedupOpt, load_fabric, report_console, switch_flags)
@@ -16,16 +15,12 @@ from simulator.errors import InputError
 if TYPE_CHECKING:  # the CLI imports the model only when a command runs (fast --help)
     from simulator.topology.fabric import Fabric
 
-PROGRESS_MIN_SIZES = 4
-"""Show a progress bar when the sweep has at least this many sizes."""
-
-
 def register(app: typer.Typer) -> None:
     @app.command()
     def bench(
         topology: Annotated[str, typer.Argument(help="Topology YAML, or a shipped topology by name (hgx_h100; see fabricsim list).")],
-        op: Annotated[str, typer.Option(help="all_reduce, all_gather, reduce_scatter, alltoall, broadcast, "
-                                             "sendrecv, or a copy: h2d, d2h, p2p.")] = "all_reduce",
+        op: Annotated[str, typer.Option(help="all_reduce, all_gather, reduce_scatter, alltoall, broadcast, reduce, "
+                                             "gather, scatter, sendrecv, or a copy: h2d, d2h, p2p.")] = "all_reduce",
         gpus: Annotated[Optional[int], typer.Option(min=1, help="Use the first N GPUs (default: all).")] = None,
         sizes: Annotated[str, typer.Option(help="1K:8G (doubling), a list 1M,64M, or one size.")] = "1M:1G",
         step_factor: Annotated[int, typer.Option(
@@ -35,7 +30,8 @@ def register(app: typer.Typer) -> None:
             "--dtype", "-d", help="Data type, as nccl-tests -d: float, half, bfloat16, int8, int32, double, "
                                   "f8e4m3, ...; sets the count column and rounds sizes to whole elements.")] = "float",
         root: Annotated[int, typer.Option(
-            "--root", "-r", min=0, help="Root rank of broadcast (nccl-tests -r); -1 is printed for ops without a root.")] = 0,
+            "--root", "-r", min=0, help="Root rank of broadcast, reduce, gather, scatter (nccl-tests -r); -1 is printed "
+                                  "for ops without a root.")] = 0,
         algo: Annotated[str, typer.Option(help="ring, tree, direct, nvls, hierarchical or auto.")] = "auto",
         protocol: Annotated[str, typer.Option(help="LL, LL128, Simple or auto (like NCCL_PROTO).")] = "auto",
         channels: Annotated[Optional[int], typer.Option(
@@ -54,7 +50,8 @@ def register(app: typer.Typer) -> None:
         heatmap: Annotated[Optional[str], typer.Option(
             help="Write the link-utilization heatmap of the largest size (.png, or .svg/.pdf for vector) here.")] = None,
         trace: Annotated[Optional[str], typer.Option(
-            help="Write a Perfetto/Chrome trace (JSON) of the packet-engine runs here.")] = None,
+            help="Write a Perfetto/Chrome trace (JSON, streamed) of every run here: packets, credits and queues "
+                 "(packet engine), transfers and link utilization (flow engine).")] = None,
         credit_plot: Annotated[Optional[str], typer.Option(
             help="Write credit occupancy and queue depth over time of one link, and the NCCL FIFO slots "
                  "of one channel (.png/.svg/.pdf; packet engine).")] = None,
@@ -86,9 +83,10 @@ def register(app: typer.Typer) -> None:
                          switch=switch_flags(arbiter, crossbar, iterations, speedup, queueing))
         tracer = recorder = None
         if trace:
+            from simulator.cli.common import topology_path
             from simulator.reports.trace import TraceWriter
 
-            tracer = TraceWriter()
+            tracer = TraceWriter(path=trace, inputs=[str(topology_path(topology))])
         if credit_plot:
             from simulator.reports.plots import CreditRecorder
 
@@ -101,24 +99,22 @@ def register(app: typer.Typer) -> None:
             last.append(result)
 
         kwargs = dict(observer=combine(tracer, recorder), on_result=keep)
-        console = Console(stderr=True)
-        if len(spec.sizes) >= PROGRESS_MIN_SIZES and console.is_terminal:
-            with Progress(TextColumn("{task.description}"), BarColumn(), TextColumn("{task.completed}/{task.total}"),
-                          TimeElapsedColumn(), console=console, transient=True) as progress:
-                task = progress.add_task(f"{op} on {spec.gpus} GPUs", total=len(spec.sizes))
-                rows = sweep(fabric, spec, on_row=lambda _row: progress.advance(task), **kwargs)
-        else:
-            rows = sweep(fabric, spec, **kwargs)
+        from simulator.cli.progress import SweepProgress
+
+        with SweepProgress(Console(stderr=True), f"{op} on {spec.gpus} GPUs") as progress:
+            rows = sweep(fabric, spec, on_row=progress.row, on_plan=progress.plan, **kwargs)
         from simulator.cli.common import topology_path
 
         inputs = [str(topology_path(topology))]
         if heatmap:
             from simulator.reports.plots import link_utilization_heatmap
+            from simulator.units import format_bytes
 
             link_utilization_heatmap(fabric, last[-1], heatmap,
-                                     title=f"{op} of {rows[-1]['bytes']} B on {spec.gpus} GPUs ({last[-1].engine} engine)")
+                                     title=f"{op} of {format_bytes(rows[-1]['bytes'])} on {spec.gpus} GPUs "
+                                           f"({last[-1].engine} engine)")
         if tracer:
-            tracer.write(trace)
+            tracer.write()
         if recorder:
             if not any(r.engine == "packet" for r in last):
                 raise InputError("--credit-plot needs a packet-engine run: add --engine packet", field="credit_plot")
@@ -126,7 +122,8 @@ def register(app: typer.Typer) -> None:
 
             times, credits, depth = recorder.series()
             credit_timeseries(times, credits, depth, recorder.buffer_credits, credit_plot,
-                              label=f"channel {recorder.cid}", slots=_slot_timeline(fabric, workloads[-1], last[-1]))
+                              label=recorder.name, slots=_slot_timeline(fabric, workloads[-1], last[-1]),
+                              credit_bytes=recorder.credit_bytes)
         if json_path:
             write_json(json_path, {"topology": topology, "op": op, "gpus": spec.gpus, "algo": algo,
                                    "engine": engine, "dtype": dtype, "root": root, "rows": rows}, inputs)

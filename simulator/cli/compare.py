@@ -27,7 +27,8 @@ def register(app: typer.Typer) -> None:
         power_plot: Annotated[Optional[str], typer.Option(help="Write the power breakdown (.png, or .svg/.pdf for vector) here.")] = None,
         fault: FaultOpt = None,
     ) -> None:
-        """Compare systems: time, busbw, p99 latency, energy per op, static power, with a ratio column.
+        """Compare systems: time, busbw, p99 packet latency (packet engine), energy per op, static power, with
+        a ratio column.
         With --fault every system runs healthy and degraded, side by side."""
         from simulator.runner.scenario_run import run_scenario
         from simulator.reports.scenario_text import print_scenario, scenario_plot
@@ -49,9 +50,14 @@ def register(app: typer.Typer) -> None:
             model = model.model_copy(update={"topologies": topologies, "engine": engine})
         else:
             model = op_scenario(topologies, op, sizes, gpus, engine)
+        from simulator.cli.progress import announcer
+
         specs, locate = fault_specs(fault or [])
-        with Console(stderr=True).status("simulating") as status:
-            systems = run_scenario(model, [Path(t) for t in topologies], faults=specs, locate_fault=locate,
+
+        console = Console(stderr=True)
+        with console.status("simulating") as status:
+            systems = run_scenario(model, [Path(t) for t in topologies], on_plan=announcer(console),
+                                   faults=specs, locate_fault=locate,
                                    on_row=lambda name, row: status.update(f"{name}: {row['workload']}"))
         print_scenario(model, systems, report_console(stderr=json_path == "-"))
         inputs = [*topologies, *([scenario] if scenario else [])]

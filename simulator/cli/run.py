@@ -18,8 +18,8 @@ def register(app: typer.Typer) -> None:
         json_path: Annotated[Optional[str], typer.Option("--json", help="Write all rows as JSON here" + JSON_HELP)] = None,
         csv_path: Annotated[Optional[str], typer.Option("--csv", help="Write all rows as CSV here.")] = None,
         trace: Annotated[Optional[str], typer.Option(
-            help="Write a Perfetto/Chrome trace (JSON) of the packet-engine runs here (flow-engine runs with "
-                 "faults at a time: their transfers and the faults).")] = None,
+            help="Write a Perfetto/Chrome trace (JSON, streamed) of every run here: packets, credits and queues "
+                 "(packet engine), transfers and link utilization (flow engine), and faults that strike during a run.")] = None,
         plot: Annotated[Optional[str], typer.Option(help="Write busbw vs size (or power) as .png, .svg or .pdf here.")] = None,
         fault: FaultOpt = None,
     ) -> None:
@@ -39,10 +39,13 @@ def register(app: typer.Typer) -> None:
         if trace:
             from simulator.reports.trace import TraceWriter
 
-            observer = TraceWriter()
+            observer = TraceWriter(path=trace, inputs=inputs)
         console = Console(stderr=True)
         with console.status(f"running {model.name}") as status:
+            from simulator.cli.progress import announcer
+
             systems = run_scenario(model, topologies, observer=observer, faults=specs, locate_fault=locate,
+                                   on_plan=announcer(console),
                                    on_row=lambda sysname, row: status.update(f"{sysname}: {row['workload']}"))
         print_scenario(model, systems, report_console(stderr=json_path == "-"))
         payload = {"scenario": model.name, "systems": [s.as_dict() for s in systems]}
@@ -51,6 +54,6 @@ def register(app: typer.Typer) -> None:
         if csv_path:
             write_csv(csv_path, [{"system": s.name, **r} for s in systems for r in s.rows], inputs)
         if trace and observer is not None:
-            observer.write(trace)
+            observer.write()
         if plot:
             scenario_plot(systems, plot)

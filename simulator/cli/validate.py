@@ -90,17 +90,13 @@ def register(app: typer.Typer) -> None:
             worst = max(rows, key=lambda r: abs(r["error_pct"]))
             out.print(f"{len(rows) - len(failed)} of {len(rows)} within {threshold:g}%; worst: "
                             f"{worst['name']} ({worst['error_pct']:+.1f}%).")
+            for r in failed:
+                out.print(f"{r['name']} ({r['error_pct']:+.1f}%): "
+                          + (r["known_gap"] or "no known reason; please report it with your setup."))
         if plot:
-            from simulator.reports.plots import busbw_vs_size
+            from simulator.reports.plots.validation import validation_plot
 
-            series = {}
-            published = []
-            for r in rows:
-                if r["metric"] == "busbw_GBps":
-                    label = f"{r['topology'].split('/')[-1].removesuffix('.yaml')} {r['algo']} {r['gpus']} GPUs"
-                    series.setdefault(label, []).append((r["bytes"], r["predicted"]))
-                    published.append((label, r["bytes"], r["published"]))
-            busbw_vs_size(series, published, path=plot, title="Predicted (lines) vs published (stars)")
+            validation_plot(rows, threshold, plot)
         if failed:
             raise typer.Exit(1)
 

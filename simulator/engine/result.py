@@ -30,6 +30,9 @@ class RunResult:
     """Per delivered packet: injection to delivery (packet engine only)."""
     queue_delay_s: np.ndarray = field(default_factory=lambda: np.zeros(0))
     """Per delivered packet: time spent waiting in queues (packet engine only)."""
+    packet_sample_every: int = 1
+    """The two arrays above hold every this-many-th delivered packet (1: all; long packet-engine
+    runs keep a systematic sample, see ``PacketConfig.packet_stats_limit``)."""
     switch_grants: dict[str, dict[str, int]] = field(default_factory=dict)
     """Per switch: grants won by each input (channel src name or id as text)."""
     events: int = 0

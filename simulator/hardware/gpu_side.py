@@ -9,6 +9,7 @@ Loaded from ``parts/gpu_side.yaml``; every number carries a source or an ``assum
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 from typing import Literal
@@ -40,8 +41,10 @@ class CollectiveLibrary(Part):
     """Protocol -> bytes per thread below which NCCL drops a channel (Ring LL: x nranks)."""
     nvls_chunk_B: int = Field(gt=0)
     """NVLS chunk (NCCL_NVLS_CHUNKSIZE)."""
+    ring_work: dict[str, int]
+    """NCCL Simple primitive -> memory operations per chunk byte (``ring_loop`` strings them)."""
     copy_work: dict[str, int]
-    """Copy op -> memory operations its CTA issues per link byte (all_gather is the measured one)."""
+    """Non-ring copy op -> memory operations its CTA issues per link byte, continuously."""
 
     def slot_B(self) -> int:
         """Bytes of one FIFO slot (Simple): NCCL_BUFFSIZE / NCCL_STEPS."""
@@ -50,6 +53,41 @@ class CollectiveLibrary(Part):
     def slice_B(self, op: str) -> int:
         """Largest slice of ``op`` (bytes): slice steps x slot bytes."""
         return self.slice_steps.get(op, 1) * self.slot_B()
+
+    def ring_loop(self, op: str, n: int) -> "RingLoop | None":
+        """What one CTA does per loop of NCCL's ring ``op`` on ``n`` ranks (None: not a ring op).
+
+        The CTA runs its primitives one after the other, one chunk each (src/device/all_reduce.h
+        runRing: send, n-2 x recvReduceSend, recvReduceCopySend, n-2 x recvCopySend, recv;
+        reduce_scatter.h: send, n-2 x recvReduceSend, recvReduceCopy; all_gather.h: copySend,
+        n-2 x recvCopySend, recv). Every primitive but the last puts its chunk on the link to the
+        next rank; the last only copies (or reduces) the FIFO into the output."""
+        w, mid = self.ring_work, max(0, n - 2)
+        if op == "all_reduce":
+            return RingLoop(2 * (n - 1), w["send"] + mid * w["recv_reduce_send"] + w["recv_reduce_copy_send"]
+                            + mid * w["recv_copy_send"], w["recv"])
+        if op == "reduce_scatter":
+            return RingLoop(n - 1, w["send"] + mid * w["recv_reduce_send"], w["recv_reduce_copy"])
+        if op == "all_gather":
+            return RingLoop(n - 1, w["copy_send"] + mid * w["recv_copy_send"], w["recv"])
+        return None
+
+
+@dataclass(frozen=True, slots=True)
+class RingLoop:
+    """One ring loop of one CTA, in chunks and memory operations per chunk byte."""
+
+    link_chunks: int
+    """Chunks the CTA puts on its link (one per link primitive)."""
+    link_work: int
+    """Memory operations of the link primitives together."""
+    local_work: int
+    """Memory operations of the last primitive, which leaves the link idle."""
+
+    @property
+    def work_per_link_byte(self) -> float:
+        """The whole loop's memory operations per byte put on the link."""
+        return (self.link_work + self.local_work) / self.link_chunks
 
 
 class ArchitectureSide(Part):
@@ -73,14 +111,26 @@ class ArchitectureSide(Part):
     copy_launch_s: Seconds = Field(ge=0)
     """Copy-engine (DMA) launch before the first byte moves (s)."""
 
-    def channel_Bps(self, op: str, copy_work: dict[str, int] | None = None) -> float:
-        """Per-CTA wire rate for ``op``: reduce ops reduce; copy ops copy at the measured all_gather
-        rate scaled by how much less memory work per link byte their primitives do
-        (``CollectiveLibrary.copy_work``)."""
+    def memory_Bps(self, op: str, library: CollectiveLibrary) -> float:
+        """Memory operations per second (bytes) of one CTA running ``op``: the measured one-channel
+        busbw (a 2-rank ring loop of all_reduce for reduce ops, of all_gather for copy ops) times
+        that loop's memory operations per link byte."""
         if op in REDUCE_OPS:
-            return self.channel_reduce_Bps
-        work = copy_work or {}
-        return self.channel_copy_Bps * work.get("all_gather", 1) / work.get(op, work.get("all_gather", 1))
+            return self.channel_reduce_Bps * library.ring_loop("all_reduce", 2).work_per_link_byte
+        return self.channel_copy_Bps * library.ring_loop("all_gather", 2).work_per_link_byte
+
+    def channel_Bps(self, op: str, library: CollectiveLibrary, n: int = 2) -> float:
+        """One CTA's average wire rate for ``op`` (bytes on its link per second, unloaded): its
+        memory rate over the memory operations per link byte of its program (a ring loop on ``n``
+        ranks, ``copy_work`` for the other copy ops, the measured loop for any other op)."""
+        loop = library.ring_loop(op, n)
+        if loop is not None:
+            work = loop.work_per_link_byte
+        elif op in library.copy_work:
+            work = library.copy_work[op]
+        else:
+            work = library.ring_loop("all_reduce" if op in REDUCE_OPS else "all_gather", 2).work_per_link_byte
+        return self.memory_Bps(op, library) / work
 
 
 REDUCE_OPS = frozenset({"all_reduce", "reduce_scatter", "reduce"})
@@ -112,5 +162,5 @@ def load_gpu_side(path: str | None = None) -> GpuSideTable:
                          field=".".join(str(p) for p in first["loc"])) from None
 
 
-__all__ = ["Architecture", "ArchitectureSide", "CollectiveLibrary", "GpuSideTable", "REDUCE_OPS",
+__all__ = ["Architecture", "ArchitectureSide", "CollectiveLibrary", "GpuSideTable", "REDUCE_OPS", "RingLoop",
            "load_gpu_side"]

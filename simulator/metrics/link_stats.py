@@ -39,12 +39,16 @@ class LatencySummary:
     """Distribution of per-packet figures (s)."""
 
     packets: int
+    """Packets the figures describe: every delivered one, or the run's systematic sample
+    (``sampled_every`` > 1) beyond ``PacketConfig.packet_stats_limit``."""
     p50_s: float
     p99_s: float
     max_s: float
     mean_queue_s: float
     """Mean time a packet waited at switches (arbitration, credits, busy output)."""
     p99_queue_s: float
+    sampled_every: int = 1
+    """The figures come from every this-many-th delivered packet (1: all of them)."""
 
 
 def link_stats(result: RunResult, fabric: Fabric | None = None, busy_only: bool = True) -> list[LinkStat]:
@@ -71,7 +75,8 @@ def latency_summary(result: RunResult) -> LatencySummary:
         return LatencySummary(0, 0.0, 0.0, 0.0, 0.0, 0.0)
     p50, p99 = np.percentile(lat, [50, 99])
     return LatencySummary(packets=int(lat.size), p50_s=float(p50), p99_s=float(p99), max_s=float(lat.max()),
-                          mean_queue_s=float(queue.mean()), p99_queue_s=float(np.percentile(queue, 99)))
+                          mean_queue_s=float(queue.mean()), p99_queue_s=float(np.percentile(queue, 99)),
+                          sampled_every=result.packet_sample_every)
 
 
 def grant_shares(result: RunResult) -> dict[str, dict[str, float]]:

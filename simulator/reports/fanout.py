@@ -15,6 +15,9 @@ class Fanout(EngineObserver):
         for hook in _HOOKS:
             bound = [getattr(o, hook) for o in observers]
             setattr(self, hook, self._forward(bound))
+        flow = [o.flow_run for o in observers if hasattr(o, "flow_run")]  # optional (engine.dispatch)
+        if flow:
+            self.flow_run = self._forward(flow)
 
     @staticmethod
     def _forward(bound):  # noqa: ANN001, ANN205

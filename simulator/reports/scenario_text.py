@@ -51,9 +51,12 @@ DROP_WHEN_NARROW = ("p99 pkt (us)", "busiest link", "avg W", "algbw (GB/s)", "en
 def _sweep_table(name: str, kind: str, per_system: dict[str, list[dict]], reference: str) -> Table:
     """Rows by size then system; ``x ref`` = time / time of the reference system at that size."""
     table = Table(title=f"{name} ({kind})", title_justify="left", title_style="bold")
+    # p99 packet latency exists for packet-engine runs only: no column of dashes for flow runs
+    p99 = any(r.get("p99_latency_us") is not None for rows in per_system.values() for r in rows)
     for col in ("size", "system", "GPUs", "time (us)", "x ref", "algbw (GB/s)", "busbw (GB/s)", "p99 pkt (us)",
                 "algo/proto/ch/engine", "busiest link", "energy (J)", "avg W"):
-        table.add_column(col, justify="left" if col in ("system", "algo/proto/ch/engine", "busiest link") else "right")
+        if col != "p99 pkt (us)" or p99:
+            table.add_column(col, justify="left" if col in ("system", "algo/proto/ch/engine", "busiest link") else "right")
     ref_time = {r["bytes"]: r["time_us"] for r in per_system.get(reference, [])}
     sizes = sorted({r["bytes"] for rows in per_system.values() for r in rows})
     for size in sizes:
@@ -61,7 +64,7 @@ def _sweep_table(name: str, kind: str, per_system: dict[str, list[dict]], refere
             for r in (r for r in rows if r["bytes"] == size):
                 ratio = r["time_us"] / ref_time[size] if ref_time.get(size) else None
                 table.add_row(format_bytes(size), system, _fmt(r.get("gpus")), _fmt(r["time_us"]), _fmt(ratio), _fmt(r["algbw_GBps"]),
-                              _fmt(r["busbw_GBps"]), _fmt(r.get("p99_latency_us")),
+                              _fmt(r["busbw_GBps"]), *([_fmt(r.get("p99_latency_us"))] if p99 else []),
                               how(r),
                               _fmt(r.get("busiest_link")), _fmt(r.get("energy_J"), ".3g"),
                               _fmt(r.get("avg_power_W"), ",.0f"))

@@ -1,40 +1,82 @@
-"""Perfetto / Chrome trace-event JSON of a packet-engine run (``--trace FILE.json``).
+"""Perfetto / Chrome trace-event JSON of packet- and flow-engine runs (``--trace FILE.json``).
 
-An ``EngineObserver``: one process per node, one thread per outgoing channel; every packet
-serialization is a complete ("X") slice on its channel's thread; the sender's credits and the
-receive buffer's queue depth are counter ("C") tracks. Flow-engine runs with faults during the
-run (``FlowObserver``) add each transfer as a slice on its sender's "flow transfers" thread and
-each fault as a global instant ("i") event with the bytes it rerouted. Timestamps are microseconds of simulated
-time, as the format requires. Open the file at https://ui.perfetto.dev or chrome://tracing.
+An ``EngineObserver``: one process per node, one thread per outgoing channel. Packet engine: every
+packet serialization is a complete ("X") slice on its channel's thread; the sender's credits and
+the receive buffer's queue depth are counter ("C") tracks. Flow engine (``flow_run``, called by
+``engine.dispatch.simulate`` after the run): every transfer is an async slice on its sender, from
+start to finish, every link a utilization counter (``metrics.link_timeline``: transfers at
+their mean rate, exact for steady collectives; shown clipped at 100 %), and every fault that
+struck during the run (``at:``) a global instant ("i") event with the bytes it rerouted. Timestamps are
+microseconds of simulated time, as the format requires. Open the file at https://ui.perfetto.dev
+or chrome://tracing.
+
+Given a path, the writer streams events to disk as they come (no cap: the file grows with the run;
+Perfetto orders them when it loads); without one it keeps up to ``max_events`` in memory, sorted on
+output.
 """
 
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
+from typing import IO, Iterable
 
-from simulator.engine.flow_observer import FlowObserver
+from simulator.engine.packet.observer import EngineObserver
+from simulator.reports.export import FILE_MODE, guard
 
 US_PER_S = 1e6
 RUN_GAP_S = 1e-6
 """Gap between consecutive runs recorded in one trace (several sizes or workloads of one command)."""
 
 
-FLOW_THREAD = 0
-"""Thread id of a node's flow-engine transfers (channel threads are channel id + 1)."""
+class _Stream:
+    """Trace events written to a file as they come: ``append`` and ``len`` as on a list. They go to
+    a hidden file beside ``path`` that replaces it when the trace is complete (mode 0644), so a run
+    that fails leaves the old file, never half a trace."""
+
+    def __init__(self, path: Path, inputs: Iterable[str | Path] = ()) -> None:
+        guard(path, inputs)
+        self.path = path
+        self.tmp = path.with_name(f".{path.name}.partial")
+        self.file: IO[str] | None = None
+        self.count = 0
+
+    def append(self, event: dict) -> None:
+        if self.file is None:
+            self.file = self.tmp.open("w")
+            self.file.write('{"traceEvents": [\n')
+        self.file.write((",\n" if self.count else "") + json.dumps(event))
+        self.count += 1
+
+    def __len__(self) -> int:
+        return self.count
+
+    def close(self, other: dict) -> None:
+        """End the JSON document with ``other`` as its ``otherData``."""
+        if self.file is None:
+            self.append({"ph": "M", "name": "process_name", "pid": 0, "tid": 0, "args": {"name": "fabricsim"}})
+        assert self.file is not None
+        self.file.write(f'\n], "displayTimeUnit": "ns", "otherData": {json.dumps(other)}}}\n')
+        self.file.close()
+        os.chmod(self.tmp, FILE_MODE)
+        os.replace(self.tmp, self.path)
 
 
-class TraceWriter(FlowObserver):
+class TraceWriter(EngineObserver):
     """Collects trace events during a run; ``write(path)`` saves them.
 
     Several runs (a sweep, a scenario) are laid end to end on one time axis, ``RUN_GAP_S`` apart;
-    the same fabric is assumed for all of them. ``max_events`` bounds memory on big runs: later slices and counters are dropped and the drop
-    count is recorded in the file's metadata (a trace of millions of packets is unreadable anyway).
+    the same fabric is assumed for all of them. ``path``: stream events into that file as they
+    come (``write()`` finishes it). Without a path, ``max_events`` bounds memory: later slices and
+    counters are dropped and the drop count is recorded in the file's metadata.
     """
 
-    def __init__(self, max_events: int = 1_000_000) -> None:
+    def __init__(self, max_events: int = 1_000_000, path: str | Path | None = None,
+                 inputs: Iterable[str | Path] = ()) -> None:
         self.max_events = max_events
-        self.events: list[dict] = []
+        self.path = Path(path) if path is not None else None
+        self.events: list[dict] | _Stream = _Stream(self.path, inputs) if self.path else []
         self.dropped = 0
         self._pid: dict[str, int] = {}
         self._chan: dict[int, tuple[int, int, str]] = {}
@@ -45,17 +87,19 @@ class TraceWriter(FlowObserver):
         self._offset_s = 0.0
         """Start of the current run on the trace's time axis: runs are laid end to end."""
         self._end_s = 0.0
-        self._flow_threads: set[int] = set()
-        """Pids whose "flow transfers" thread is named already."""
+        self._ids = 0
+        """Async slice ids used by earlier flow runs (ids stay unique across runs)."""
 
     # -- observer hooks -----------------------------------------------------------------------
     def run_started(self, network) -> None:
+        self._begin(network.fabric, network.workload)
+
+    def _begin(self, fabric, workload) -> None:
+        """A run starts: lay it after the previous one; name devices and channels once."""
         self._offset_s = self._end_s + (RUN_GAP_S if self._end_s else 0.0)
+        self._tags = [t.tag or f"transfer{t.id}" for t in workload.transfers]
         if self._pid:  # a later run of the same command: devices already named
-            self._tags = [t.tag or f"transfer{t.id}" for t in network.workload.transfers]
             return
-        fabric = network.fabric
-        self._tags = [t.tag or f"transfer{t.id}" for t in network.workload.transfers]
         for i, name in enumerate(sorted(fabric.nodes)):
             self._pid[name] = i + 1
             self.events.append({"ph": "M", "name": "process_name", "pid": i + 1, "tid": 0,
@@ -72,7 +116,7 @@ class TraceWriter(FlowObserver):
         self._end_s = self._offset_s + result.makespan_s
 
     def _room(self) -> bool:
-        if len(self.events) < self.max_events:
+        if self.path is not None or len(self.events) < self.max_events:
             return True
         self.dropped += 1
         return False
@@ -95,33 +139,56 @@ class TraceWriter(FlowObserver):
             self.events.append({"ph": "C", "name": f"queue from ch{cid}", "pid": self._dst_pid[cid],
                                 "ts": (self._offset_s + t_s) * US_PER_S, "args": {"packets": depth}})
 
-    def flow_transfer(self, tid: int, src: str, dst: str, start_s: float, finish_s: float) -> None:
-        pid = self._pid[src]
-        if pid not in self._flow_threads:
-            self._flow_threads.add(pid)
-            self.events.append({"ph": "M", "name": "thread_name", "pid": pid, "tid": FLOW_THREAD,
-                                "args": {"name": "flow transfers"}})
-        if self._room():
-            self.events.append({"ph": "X", "name": self._tags[tid], "pid": pid, "tid": FLOW_THREAD,
-                                "ts": (self._offset_s + start_s) * US_PER_S, "dur": (finish_s - start_s) * US_PER_S,
-                                "args": {"to": dst}})
+    # -- flow-engine runs -----------------------------------------------------------------------
+    def flow_run(self, fabric, workload, result) -> None:
+        """A finished flow-engine run: transfer slices and link-utilization counters."""
+        from simulator.metrics.link_timeline import flow_link_steps
 
-    def fault_struck(self, event: dict) -> None:
-        self.events.append({"ph": "i", "s": "g", "name": "fault: " + "; ".join(event["faults"]), "pid": 0, "tid": 0,
-                            "ts": (self._offset_s + event["at_s"]) * US_PER_S,
-                            "args": {"bytes_rerouted": event["bytes_rerouted"],
-                                     "transfers_rerouted": event["transfers_rerouted"]}})
+        self._begin(fabric, workload)
+        for t in workload.transfers:
+            if t.bytes == 0 or not self._room():
+                continue
+            pid = self._pid[t.src]
+            common = {"cat": "transfer", "name": self._tags[t.id], "id": self._ids + t.id + 1, "pid": pid, "tid": 0}
+            self.events.append({**common, "ph": "b", "ts": self._us(result.start_s[t.id]),
+                                "args": {"bytes": t.bytes, "to": t.dst}})
+            self.events.append({**common, "ph": "e", "ts": self._us(result.finish_s[t.id])})
+        for step in flow_link_steps(fabric, workload, result):
+            if self._room():
+                pid, _, label = self._chan[step.channel]
+                percent = min(100.0, 100.0 * step.load_Bps / fabric.channels[step.channel].rate_Bps)
+                self.events.append({"ph": "C", "name": f"utilization {label}", "pid": pid, "ts": self._us(step.t_s),
+                                    "args": {"percent": round(percent, 3)}})
+        for event in result.fault_events:  # faults that struck during the run (``at:``)
+            self.events.append({"ph": "i", "s": "g", "name": "fault: " + "; ".join(event["faults"]), "pid": 0,
+                                "tid": 0, "ts": self._us(event["at_s"]),
+                                "args": {"bytes_rerouted": event["bytes_rerouted"],
+                                         "transfers_rerouted": event["transfers_rerouted"]}})
+        self._ids += len(workload.transfers)
+        self.run_finished(result)
+
+    def _us(self, t_s: float) -> float:
+        """Trace time (us) of simulated time ``t_s`` of the current run."""
+        return (self._offset_s + float(t_s)) * US_PER_S
 
     # -- output ---------------------------------------------------------------------------------
+    def _other(self) -> dict:
+        return {"generator": "fabricsim", "dropped_events": self.dropped}
+
     def document(self) -> dict:
-        """The trace as a JSON-ready dict (events sorted by time; metadata first)."""
+        """The trace as a JSON-ready dict (events sorted by time; metadata first); in-memory only."""
+        if isinstance(self.events, _Stream):
+            raise ValueError("a streamed trace is on disk, not in memory")
         meta = [e for e in self.events if e["ph"] == "M"]
         timed = sorted((e for e in self.events if e["ph"] != "M"), key=lambda e: e["ts"])
-        return {"traceEvents": meta + timed, "displayTimeUnit": "ns",
-                "otherData": {"generator": "fabricsim packet engine", "dropped_events": self.dropped}}
+        return {"traceEvents": meta + timed, "displayTimeUnit": "ns", "otherData": self._other()}
 
-    def write(self, path: str | Path) -> Path:
-        """Save the trace as Chrome trace-event JSON; returns the path."""
-        path = Path(path)
+    def write(self, path: str | Path | None = None) -> Path:
+        """Save the trace as Chrome trace-event JSON (a streamed trace: finish its file); returns
+        the path."""
+        if isinstance(self.events, _Stream):
+            self.events.close(self._other())
+            return self.events.path
+        path = Path(path if path is not None else self.path)
         path.write_text(json.dumps(self.document()))
         return path

@@ -118,8 +118,9 @@ def compare_run(fabric: Fabric, run: NcclTestsRun, *, gpus: int | None = None, a
     if in_place and any(r.in_place is None for r in run.rows):
         raise InputError("--in-place: the log has no in-place columns", file=run.path, line=run.header_line)
     settings = settings_for(run, algo, protocol)
+    root = next((r.root for r in run.rows if r.root is not None and r.root >= 0), 0)  # rooted ops' -r
     spec = SweepSpec(op=run.op, gpus=ranks, sizes=tuple(r.bytes for r in run.rows), algo=settings.algo,
-                     protocol=settings.protocol, engine=engine, channels=settings.channels)
+                     protocol=settings.protocol, engine=engine, channels=settings.channels, root=root)
     placement = "in-place" if in_place else "out-of-place"
     rows: list[dict] = []
 

@@ -24,6 +24,7 @@ from simulator.errors import InputError, unknown_choice
 from simulator.metrics.bottleneck import busiest_link
 from simulator.metrics.collective_stats import row as nccl_row
 from simulator.metrics.energy import energy_report
+from simulator.runner.estimate import SweepPlan, plan_sweep
 from simulator.topology.fabric import Fabric, SwitchScheduling
 from simulator.workloads.collectives import OPS, build_collective
 from simulator.workloads.copies import COPIES, build_copy
@@ -123,13 +124,22 @@ def sweep_engine(fabric: Fabric, spec: SweepSpec, built: dict[int, Workload] | N
 def sweep(fabric: Fabric, spec: SweepSpec, on_row: Callable[[dict], None] | None = None,
           observer: EngineObserver | None = None,
           on_result: Callable[[Workload, RunResult], None] | None = None,
-          built: dict[int, Workload] | None = None) -> list[dict]:
+          built: dict[int, Workload] | None = None,
+          on_plan: Callable[[SweepPlan], None] | None = None) -> list[dict]:
     """One row per size, in size order; ``on_row`` is called after each (progress bars),
-    ``on_result`` with the raw run (plots that need per-channel data). ``engine="auto"`` picks one
-    engine for the whole sweep, by its largest size, so rows of one sweep never mix engines."""
+    ``on_result`` with the raw run (plots that need per-channel data), ``on_plan`` once before the
+    first run with the engine and estimated cost (every size is built first for it).
+    ``engine="auto"`` picks one engine for the whole sweep, by its largest size, so rows of one
+    sweep never mix engines."""
     rows = []
     built = built if built is not None else {}
     """Workloads already built for some sizes (by ``sweep_engine``), used once each."""
+    if on_plan and spec.sizes:
+        for nbytes in spec.sizes:
+            built.setdefault(nbytes, build_workload(fabric, spec, nbytes))
+        plan = plan_sweep(fabric, spec.engine, {s: built[s] for s in spec.sizes}, _packet_config(fabric, spec))
+        spec = replace(spec, engine=plan.engine)
+        on_plan(plan)
     if spec.engine == "auto" and spec.sizes:
         spec = replace(spec, engine=sweep_engine(fabric, spec, built))
     for nbytes in spec.sizes:

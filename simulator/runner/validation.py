@@ -42,6 +42,8 @@ class Entry(BaseModel):
     metric: Literal["busbw_GBps", "time_us", "algbw_GBps"]
     published: float = Field(gt=0)
     source: str = Field(min_length=3)
+    known_gap: str | None = None
+    """Why fabricsim disagrees with this figure, as far as we know (printed when the entry fails)."""
 
 
 class PublishedFile(BaseModel):
@@ -89,7 +91,7 @@ def predict(entries: list[Entry], root: Path, threshold_pct: float = DEFAULT_THR
                      "bytes": nbytes, "metric": entry.metric, "algo": measured["algo"], "channels": measured.get("channels"),
                      "protocol": measured["protocol"], "engine": measured["engine"], "predicted": predicted,
                      "published": entry.published, "error_pct": error,
-                     "passed": abs(error) <= threshold_pct, "source": entry.source})
+                     "passed": abs(error) <= threshold_pct, "source": entry.source, "known_gap": entry.known_gap})
         if on_row:
             on_row(rows[-1])
     return rows

@@ -57,7 +57,9 @@ class ModelSpec(_Item):
 class CollectiveItem(_Item):
     kind: Literal["collective"]
     name: str
-    op: Literal["all_reduce", "all_gather", "reduce_scatter", "alltoall", "broadcast", "sendrecv"]
+    op: Literal["all_reduce", "all_gather", "reduce_scatter", "alltoall", "broadcast", "reduce", "gather", "scatter",
+                "sendrecv"]
+    """Collective operation (nccl-tests size convention: see model.md); rooted ops use rank 0 as root."""
     gpus: int | None = Field(default=None, ge=2)
     """First N GPUs of the topology; default all."""
     sizes: Sizes = "1M:1G"

@@ -82,6 +82,10 @@ class PacketConfig:
     """Keep every delivered packet's latency and queueing delay (``RunResult.packet_latency_s``,
     ``queue_delay_s``): 24 B per packet. False for runs of tens of millions of packets that only
     need timings and counters (the arrays come back empty)."""
+    packet_stats_limit: int = 1 << 20
+    """Most packets whose figures are kept at once: beyond it the ledger keeps a systematic sample
+    (every 2nd, 4th, ... packet, ``RunResult.packet_sample_every``), so memory stays bounded (24 MB
+    at the default) while percentiles stay within about one sample rank."""
 
     def __post_init__(self) -> None:
         from simulator.engine.packet.allocators import ALLOCATORS
@@ -110,6 +114,8 @@ class PacketConfig:
             raise bad("iterations", f"must be >= 1, got {self.iterations}")
         if self.output_queue_packets < 1:
             raise bad("output_queue_packets", f"must be >= 1, got {self.output_queue_packets}")
+        if self.packet_stats_limit < 2:
+            raise bad("packet_stats_limit", f"must be >= 2, got {self.packet_stats_limit}")
         if self.watchdog_interval_s is not None and self.watchdog_interval_s <= 0:
             raise bad("watchdog_interval_s", f"must be > 0, got {self.watchdog_interval_s}")
 

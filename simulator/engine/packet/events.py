@@ -1,7 +1,7 @@
 """The packet engine's own event queue: a heap of (time, sequence number, event), ``push``/``pop``/``now``.
 
-An event is any object with a ``callbacks`` tuple (``Packet`` for its next arrival, ``Wake`` for
-everything else); the run loop pops it, sets ``now`` and calls each callback with the event.
+An event is any object with a ``callback`` (``Packet`` for its next arrival, ``Wake`` for
+everything else); the run loop pops it, sets ``now`` and calls ``event.callback(event)``.
 Events at the same time run in the order they were pushed (the sequence number breaks ties), which
 is what makes a run with a given seed repeat exactly. Replaces SimPy's private
 ``_queue``/``_now``/``_eid``: every event here is made by the engine, so none of SimPy's process
@@ -51,14 +51,13 @@ class EventQueue:
 
     def run(self) -> None:
         """Process events in time order until none is left or ``stop`` was called: pop, advance
-        ``now``, call the event's callbacks with the event."""
+        ``now``, call the event's callback with the event."""
         heap = self.heap
         self.stopped = False
         while heap and not self.stopped:
             t, _, event = heappop(heap)
             self.now = t
-            for callback in event.callbacks:
-                callback(event)
+            event.callback(event)
 
     def stop(self) -> None:
         """End ``run`` after the current event."""

@@ -83,5 +83,5 @@ class Faults:
                 net.ports[cid].credits.give(0, 1)  # one credit nobody took
 
         for buf in net.inbufs:
-            buf.arrive_cbs = (faulty(buf.arrive),)
-        net.ledger.deliver_cbs = (faulty_deliver,)
+            buf.arrive_cb = faulty(buf.arrive)
+        net.ledger.deliver_cb = faulty_deliver

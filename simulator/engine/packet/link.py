@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING
 from simulator.engine.packet.credits import CreditBatcher, StaticCredits, credits_for
 from simulator.engine.packet.events import EventQueue
 from simulator.engine.packet.ledger import DeliveryLedger
-from simulator.engine.packet.packet import PortWake
+from simulator.engine.packet.packet import Wake
 from simulator.engine.packet.switch import InputBuffer
 from simulator.topology.fabric import Channel
 
@@ -89,7 +89,7 @@ class OutputPort:
                  "next_latency", "credits", "batcher", "credit_bytes", "full_wire", "full_k", "max_k",
                  "max_bytes", "full_advance", "ret_lag", "rets", "busy_until", "wake_at", "blocked",
                  "stall_since", "stall_s", "busy_s", "bytes", "sent", "reqs", "arbiter", "speedup",
-                 "cut_through", "vc_at", "obs", "wake_cbs", "spare", "reverse", "response_spb")
+                 "cut_through", "vc_at", "obs", "spare", "reverse", "response_spb")
 
     def __init__(self, channel: Channel, *, events: EventQueue, ledger: DeliveryLedger, eager: bool,
                  spb: float, node_latency: float, next_latency: float, credits: StaticCredits,
@@ -118,12 +118,10 @@ class OutputPort:
         self.full_wire = full_wire
         self.max_k = max_k
         """Most credits one packet may take (a packet bigger than the buffer takes all of it)."""
-        self.full_k = min(credits_for(full_wire, channel.credit.credit_bytes), max_k)
-        """Credits of a full packet (precomputed)."""
         self.max_bytes = max_k * channel.credit.credit_bytes
         """Usable buffer of one packet (bytes)."""
-        self.full_advance = max(0, full_wire - self.max_bytes) * spb
-        """Coarse mode: how much earlier a full packet's space frees than its tail leaves (s)."""
+        self.full_k, self.full_advance = self._cost(full_wire)
+        """Credits of a full packet and its coarse-mode advance (``cost``, precomputed)."""
         self.ret_lag = ret_lag
         """Credit return delay + reverse propagation (s)."""
         self.rets: list[tuple[float, int, int]] = []
@@ -147,8 +145,7 @@ class OutputPort:
         self.vc_at = vc_at
         """VC of a packet on the channel at route index i (one table for the run)."""
         self.obs = obs
-        self.wake_cbs = (self.kick,)
-        self.spare: PortWake | None = None
+        self.spare: Wake | None = None
         """A spent wake-up of this port, reused by the next ``wake``."""
         self.reverse: OutputPort | None = None
         """The port of this link's other direction, when it carries responses for our bytes."""
@@ -167,19 +164,29 @@ class OutputPort:
         leaves when it is bigger than the buffer (coarse mode, see ``release``)."""
         if wire == self.full_wire:
             return self.full_k, self.full_advance
+        return self._cost(wire)
+
+    def _cost(self, wire: int) -> tuple[int, float]:
+        """The rule behind ``cost`` (which caches it for full packets)."""
         k = credits_for(wire, self.credit_bytes)
-        advance = (wire - self.max_bytes) * self.spb if wire > self.max_bytes else 0.0
-        return (k if k < self.max_k else self.max_k), advance
+        if k <= self.max_k:
+            return k, 0.0
+        return self.max_k, self.max_bytes * self.spb  # coarse: see ``release``
 
     def release(self, t_free: float, vc: int, wire: int) -> None:
         """The receiver frees the space of a ``wire``-byte packet of ``vc`` at ``t_free`` (its tail
         left or was delivered): the credits go back after ``ret_lag`` (maybe batched).
 
-        Coarse mode (packet larger than the usable buffer): the unit streams through the buffer,
-        so the space its head needs again frees (wire - buffer) serialization times before its tail
-        leaves; the return is advanced by that much. This keeps large transfer units at line rate
-        when the buffer covers the credit loop (real NVLink/IB buffers do) and is optimistic by up
-        to wire/buffer when it does not: study credit loops with packets smaller than the buffer.
+        Coarse mode (packet of w bytes larger than the usable buffer of W bytes): the unit streams
+        through the buffer. When its tail has been sent, its last W bytes are in flight; the next
+        unit's first byte needs the slot of the byte W from the end, which frees W serialization
+        times (W x s/B) before the tail does. The whole return is advanced by that much, so the next
+        unit may start at end + max(0, loop - W x s/B): line rate exactly when the buffer covers the
+        credit loop (W >= rate x (latency + return delay + reverse latency), as real NVLink/IB
+        buffers do, whatever w is), else w / (loop + (w - W) x s/B), between the flit-level W / loop
+        and line rate (optimistic by up to w / W): study credit loops with packets smaller than the
+        buffer. (Until this rule, the advance was (w - W) x s/B, which throttled units just above
+        the buffer, e.g. 16 KiB on HGX H100's 16 KiB NVLink 4 buffer, to one unit per loop.)
         """
         if wire == self.full_wire:  # cost(wire), precomputed for full packets
             k, advance = self.full_k, self.full_advance
@@ -213,14 +220,14 @@ class OutputPort:
             self.wake_at = t
             w = self.spare
             if w is None:
-                w = PortWake(self.wake_cbs, t)
+                w = Wake(self.kick, t)
             else:  # reuse the port's last spent wake-up (one allocation less per packet-hop)
                 self.spare = None
                 w.at = t
             self.events.push(t, w)
 
     # -- arbitration and sending --------------------------------------------------------------
-    def kick(self, ev: PortWake | None = None) -> None:
+    def kick(self, ev: Wake | None = None) -> None:
         """Send the next packet if the channel is free and a requester has credits for its head.
 
         ``ev``: the port's own wake-up when called as its event callback (the wake-up is spent).
@@ -235,8 +242,8 @@ class OutputPort:
             self.wake(self.busy_until)
             return
         rets = self.rets
-        if rets and rets[0][0] <= soon:
-            self._absorb(soon)
+        if self.obs is not None and rets and rets[0][0] <= soon:
+            self._absorb(soon)  # observed: the credit timeline shows every update as it lands
         # requesters whose head may go now: its input's crossbar read is free and its credits fit
         fits = self.credits.fits
         vc_at = self.vc_at
@@ -260,8 +267,12 @@ class OutputPort:
             w = p.wire
             k = full_k if w == full_wire else self.cost(w)[0]
             if not fits(vc, k):
-                starved = True
-            elif chosen is None:
+                if rets and rets[0][0] <= soon:  # credits came back since the last look
+                    self._absorb(soon)
+                if not fits(vc, k):
+                    starved = True
+                    continue
+            if chosen is None:
                 chosen, chosen_vc, chosen_k = r, vc, k
             else:  # a second candidate: the arbiter will decide
                 if cands is None:
@@ -335,12 +346,12 @@ class OutputPort:
             if self.eager:
                 self.ledger.deliver_ahead(p, t_tail)
             else:
-                p.callbacks = self.ledger.deliver_cbs
+                p.callback = self.ledger.deliver_cb
                 self.events.push(t_tail, p)
         else:
             ready = (now + self.latency if self.cut_through else t_tail) + self.next_latency
             p.t_ready = ready
-            p.callbacks = self.down.arrive_cbs
+            p.callback = self.down.arrive_cb
             self.events.push(ready, p)
         obs = self.obs
         if obs is not None:

@@ -172,7 +172,7 @@ class PacketNetwork:
         self.seq_base = base
         self.n_done = 0
         self.ledger = DeliveryLedger([t.bytes for t in transfers], total, self.events, self._finish,
-                                     self.obs, self.config.packet_stats)
+                                     self.obs, self.config.packet_stats, self.config.packet_stats_limit)
 
     def _check_paths(self, t) -> None:
         chans = self.fabric.channels
@@ -338,7 +338,8 @@ class PacketNetwork:
             channel_bytes=np.array([p.bytes for p in ports], dtype=np.int64),
             channel_busy_s=np.array([p.busy_s for p in ports]),
             channel_credit_stall_s=np.array([p.stall_s for p in ports]),
-            packet_latency_s=ledger.in_delivery_order(ledger.latency),
-            queue_delay_s=ledger.in_delivery_order(ledger.queue_delay),
+            packet_latency_s=ledger.sample.in_delivery_order(ledger.sample.latency),
+            queue_delay_s=ledger.sample.in_delivery_order(ledger.sample.queue_delay),
+            packet_sample_every=ledger.sample.every,
             switch_grants=self.switch_grants(), events=self.events.issued() - len(self.events),
             wall_s=wall_s)

@@ -5,14 +5,15 @@ from __future__ import annotations
 
 class Packet:
     """A piece of one transfer following one route. Doubles as the event scheduled for its next
-    arrival (``callbacks`` is what ``EventQueue.run`` calls), so a hop costs no extra object.
+    arrival (``callback`` is what ``EventQueue.run`` calls), so a hop costs no extra object.
     """
 
-    __slots__ = ("callbacks", "seq", "tid", "route", "hop", "bytes", "wire", "t_inject", "t_tail",
+    __slots__ = ("callback", "seq", "tid", "route", "hop", "bytes", "wire", "t_inject", "t_tail",
                  "t_ready", "queue_s")
 
     def __init__(self, seq: int, tid: int, route: tuple[int, ...], nbytes: int, wire: int) -> None:
-        self.callbacks = None
+        self.callback = None
+        """What the event queue calls with this packet when it lands (set by the port that sends it)."""
         self.seq = seq
         """Global packet number (exactly-once bookkeeping)."""
         self.tid = tid
@@ -41,18 +42,8 @@ class Wake:
     """A one-shot event that calls ``fn(event)`` (port wake-ups, transfer releases, scheduler
     ticks); ``at`` is when it fires (s), or the owner's tag for it (a scheduler's slot number)."""
 
-    __slots__ = ("callbacks", "at")
+    __slots__ = ("callback", "at")
 
     def __init__(self, fn, at: float) -> None:
-        self.callbacks = (fn,)
-        self.at = at
-
-
-class PortWake(Wake):
-    """A ``Wake`` built from a prepared callbacks tuple (output ports wake often; no tuple per event)."""
-
-    __slots__ = ()
-
-    def __init__(self, callbacks: tuple, at: float) -> None:
-        self.callbacks = callbacks
+        self.callback = fn
         self.at = at

@@ -43,8 +43,9 @@ def fine_packet_bytes(fabric: Fabric, header_bytes: int = 0, vcs: int = 1,
     """Largest power-of-two payload in [floor, ceiling] (B) that ``is_fine`` on every channel of
     ``fabric``; ``floor_bytes`` if none is (buffers too small to cover their loop at any size).
 
-    On GB200 NVL72 (32 KiB NVLink 5 buffers, 16 B credits, batches of 16) this is 16 KiB: two
-    packets cover the ~0.56 us loop; 32 KiB would be coarse.
+    On GB200 NVL72 (32 KiB NVLink 5 buffers, 16 B credits, batches of 16) this is 8 KiB: four
+    packets cover the ~0.63 us loop into a switch (its 100 ns forwarding and the next hop's
+    serialization counted); 16 KiB leaves room for two, ~32 GB/s of the link's 42.75.
     """
     slowest_out: dict[str, float] = {}
     for ch in fabric.channels:

@@ -99,7 +99,7 @@ class InputBuffer:
     """Receive side of one channel at its destination node: arrival, VOQs, leaving."""
 
     __slots__ = ("cid", "xbar", "voqs", "fifos", "fifo", "name", "weight", "held", "up", "ports",
-                 "sched", "vc_at", "vcs", "events", "obs", "arrive_cbs")
+                 "sched", "vc_at", "vcs", "events", "obs", "arrive_cb")
 
     def __init__(self, cid: int, name: str, weight: int, *, fifo: bool, vc_at: list[int], vcs: int,
                  up: Port, ports: list[Port], sched: Scheduler | None, events: EventQueue, obs) -> None:
@@ -126,8 +126,8 @@ class InputBuffer:
         self.vcs = vcs
         self.events = events
         self.obs = obs
-        self.arrive_cbs: tuple[Callable[[Packet], None], ...] = (self.arrive,)
-        """Callbacks of a packet event arriving here (the engine may wrap them, see ``Faults``)."""
+        self.arrive_cb: Callable[[Packet], None] = self.arrive
+        """Callback of a packet event arriving here (the engine may wrap them, see ``Faults``)."""
 
     def voq_for(self, nxt: int, vc: int) -> VirtualOutputQueue:
         """The VOQ of packets leaving on channel ``nxt`` with ``vc`` (made and registered on first use)."""

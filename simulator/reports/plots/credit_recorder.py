@@ -16,10 +16,14 @@ from simulator.topology.fabric import Channel
 class CreditRecorder(EngineObserver):
     """Collects (time, credits in use) and (time, queue depth in packets) of channel ``channel.id``."""
 
-    __slots__ = ("cid", "buffer_credits", "_credits", "_queue")
+    __slots__ = ("cid", "buffer_credits", "credit_bytes", "name", "_credits", "_queue")
 
     def __init__(self, channel: Channel) -> None:
         self.cid = channel.id
+        self.credit_bytes = channel.credit.credit_bytes
+        """Bytes one credit stands for."""
+        self.name = f"{channel.src} -> {channel.dst} (channel {channel.id})"
+        """The link's ends, for titles."""
         self.buffer_credits = channel.credit.buffer_bytes // channel.credit.credit_bytes
         """Receive buffer of the channel in credits (the dashed line of the plot)."""
         self._credits: list[tuple[float, int]] = [(0.0, 0)]

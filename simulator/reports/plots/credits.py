@@ -31,9 +31,10 @@ def _check(times_s: np.ndarray, credits: np.ndarray, queue_depth: np.ndarray) ->
 
 def build_credit_timeseries(times_s: Sequence[float], credits: Sequence[float],
                             queue_depth: Sequence[float], buffer_credits: int, label: str = "",
-                            queue_unit: str = "packets", slots=None) -> Figure:
+                            queue_unit: str = "packets", slots=None, credit_bytes: int | None = None) -> Figure:
     """Two stacked panels sharing a time axis in µs: credits in use (with the buffer size dashed)
-    above, the sender's queue depth (in ``queue_unit``) below. ``slots`` (a ``SlotTimeline``-like
+    above, in bytes of the receive buffer (KiB from 1 KiB on) when ``credit_bytes`` (bytes per
+    credit) is given, else in credits; the sender's queue depth (in ``queue_unit``) below. ``slots`` (a ``SlotTimeline``-like
     object with ``times_s``, ``in_use``, ``steps``, ``slot_bytes``) adds a third panel: the same
     credit idea one level up, the NCCL FIFO slots of one channel in use."""
     t = np.asarray(times_s, dtype=float)
@@ -44,10 +45,16 @@ def build_credit_timeseries(times_s: Sequence[float], credits: Sequence[float],
     axes = fig.subplots(3 if slots is not None else 2, 1, sharex=slots is None)
     top, bottom = axes[0], axes[1]
     t_us = t / US
-    top.step(t_us, c, where="post", color="C0", label="credits in use (receive buffer occupancy)")
-    top.axhline(buffer_credits, color="C3", linestyle="--", label=f"buffer = {buffer_credits} credits")
-    top.set_ylim(0, max(buffer_credits, float(c.max(initial=0))) * 1.15 or 1)
-    top.set_ylabel("credits in use\n(credit units)")
+    scale, unit = 1.0, "credits"
+    buffer_text = f"buffer = {buffer_credits} credits"
+    if credit_bytes:
+        scale, unit = (credit_bytes / 1024, "KiB") if buffer_credits * credit_bytes >= 1024 else (credit_bytes, "B")
+        buffer_text = (f"buffer = {buffer_credits * credit_bytes * 1.0 / (1024 if unit == 'KiB' else 1):g} {unit} "
+                       f"({buffer_credits} credits of {credit_bytes:,} B)")
+    top.step(t_us, c * scale, where="post", color="C0", label="credits in use (receive buffer occupancy)")
+    top.axhline(buffer_credits * scale, color="C3", linestyle="--", label=buffer_text)
+    top.set_ylim(0, max(buffer_credits, float(c.max(initial=0))) * scale * 1.15 or 1)
+    top.set_ylabel(f"credits in use\n({unit})")
     top.legend(loc="lower right", fontsize="small")
     top.grid(True, alpha=0.3)
     bottom.step(t_us, q, where="post", color="C1")
@@ -73,7 +80,7 @@ def build_credit_timeseries(times_s: Sequence[float], credits: Sequence[float],
 
 def credit_timeseries(times_s: Sequence[float], credits: Sequence[float], queue_depth: Sequence[float],
                       buffer_credits: int, path: str | Path, label: str = "",
-                      queue_unit: str = "packets", slots=None) -> Path:
+                      queue_unit: str = "packets", slots=None, credit_bytes: int | None = None) -> Path:
     """Write :func:`build_credit_timeseries` to a PNG at ``path``; returns the path."""
     return save_png(build_credit_timeseries(times_s, credits, queue_depth, buffer_credits, label,
-                                            queue_unit, slots), path)
+                                            queue_unit, slots, credit_bytes), path)

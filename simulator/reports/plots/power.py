@@ -7,6 +7,7 @@ quantity is either average power over the run (W) or energy of the run (J; one r
 
 from __future__ import annotations
 
+import textwrap
 from pathlib import Path
 from typing import Literal, Mapping
 
@@ -19,6 +20,13 @@ from simulator.reports.plots._figure import new_figure, palette, save_png
 
 Quantity = Literal["power_W", "energy_J"]
 DYNAMIC_HATCH = "///"
+LABEL_CHARS = 16
+"""Longest line of a system's name under its bar: with 1.6 in per bar, longer names overlap."""
+
+
+def wrap_label(name: str, width: int = LABEL_CHARS) -> str:
+    """``name`` broken into lines of at most ``width`` characters (at spaces where it can)."""
+    return textwrap.fill(name, width=width, break_long_words=True)
 
 
 def as_energy_report(report: EnergyReport | Mapping) -> EnergyReport:
@@ -65,7 +73,7 @@ def build_power_breakdown(reports: Mapping[str, EnergyReport | Mapping], quantit
                     bottom += value
         ax.annotate(EngFormatter(unit=unit, places=1)(bottom), (x, bottom), xytext=(0, 3), textcoords="offset points",
                     ha="center", fontsize="small")
-    ax.set_xticks(range(len(parts)), list(parts))
+    ax.set_xticks(range(len(parts)), [wrap_label(name) for name in parts])
     ax.yaxis.set_major_formatter(EngFormatter(sep=""))
     ax.set_ylim(0, max(1e-30, ax.get_ylim()[1]) * 1.08)
     ax.set_ylabel("average interconnect power over the run (W)" if quantity == "power_W"

@@ -4,11 +4,14 @@ A full device x device matrix of a rack is mostly empty (GPUs never link to GPUs
 physical link is placed by its two ends: the row is the end in the lower tier (GPU, then NIC, then
 switch), the column the end in the higher tier. The left panel shows the upward direction
 (row -> column), the right panel the downward one (column -> row). NVL72 becomes two 72 x 18
-grids (GPU x NVSwitch chip). Parallel links between the same two devices are averaged.
+grids (GPU x NVSwitch chip). Parallel links between the same two devices are averaged; beyond
+``MAX_DEVICE_ROWS`` devices along an axis the devices of one enclosure are averaged into one row (an
+NVL72 becomes 18 compute trays x 18 chips), and the title gives the range over single links.
 """
 
 from __future__ import annotations
 
+import warnings
 from collections import defaultdict
 from pathlib import Path
 
@@ -21,6 +24,8 @@ from simulator.reports.plots._figure import new_figure, save_png
 from simulator.reports.plots._tiers import sort_key, tiers
 from simulator.topology.fabric import Fabric
 
+MAX_DEVICE_ROWS = 24
+"""Above this many devices along an axis, the devices of one enclosure (tray, server) share a row."""
 MAX_TICK_LABELS = 80
 """Most device names printed along one heatmap axis; beyond it every k-th name is shown."""
 EMPTY_COLOUR = "#e8e8e8"
@@ -49,6 +54,25 @@ def utilization_grids(fabric: Fabric, result: RunResult) -> tuple[list[str], lis
     return rows, cols, up, down
 
 
+def by_enclosure(fabric: Fabric, names: list[str], grid: np.ndarray, axis: int) -> tuple[list[str], np.ndarray]:
+    """``grid`` with the rows (``axis=0``) or columns (``axis=1``) of one enclosure (tray, server)
+    averaged into one, labelled ``tray (k devices)``; devices outside any enclosure keep their own."""
+    order: dict[str, list[int]] = {}
+    for i, name in enumerate(names):
+        order.setdefault(fabric.nodes[name].group or name, []).append(i)
+    labels = [g if len(ix) == 1 and g == names[ix[0]] else f"{g} ({len(ix)} {_plural(fabric, names[ix[0]], len(ix))})"
+              for g, ix in order.items()]
+    with np.errstate(all="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # an all-NaN slice (no link) stays NaN
+        parts = [np.nanmean(np.take(grid, ix, axis=axis), axis=axis, keepdims=True) for ix in order.values()]
+    return labels, np.concatenate(parts, axis=axis)
+
+
+def _plural(fabric: Fabric, name: str, count: int) -> str:
+    kind = {"gpu": "GPU", "switch": "chip", "nic": "NIC"}.get(fabric.nodes[name].kind, "device")
+    return kind + ("s" if count != 1 else "")
+
+
 def _ticks(names: list[str]) -> tuple[list[int], list[str]]:
     step = max(1, -(-len(names) // MAX_TICK_LABELS))
     idx = list(range(0, len(names), step))
@@ -70,6 +94,18 @@ def format_time(seconds: float) -> str:
 def build_link_utilization_heatmap(fabric: Fabric, result: RunResult, title: str = "") -> Figure:
     """Two heatmaps (up, down) of per-direction channel utilization, colour scale fixed to 0..1."""
     rows, cols, up, down = utilization_grids(fabric, result)
+    device_range = (np.nanmin(np.r_[up.ravel(), down.ravel()]), np.nanmax(np.r_[up.ravel(), down.ravel()]))
+    merged = []
+    if len(rows) > MAX_DEVICE_ROWS:  # 72 GPU names are unreadable: one row per tray
+        names = rows
+        rows, up = by_enclosure(fabric, names, up, 0)
+        _, down = by_enclosure(fabric, names, down, 0)
+        merged.append("rows")
+    if len(cols) > MAX_DEVICE_ROWS:
+        names = cols
+        cols, up = by_enclosure(fabric, names, up, 1)
+        _, down = by_enclosure(fabric, names, down, 1)
+        merged.append("columns")
     height = min(14.0, max(4.5, 0.13 * len(rows) + 1.8))
     width = min(16.0, max(7.0, 2 * (0.22 * len(cols) + 1.6) + 1.5))
     fig = new_figure(width, height)
@@ -87,8 +123,12 @@ def build_link_utilization_heatmap(fabric: Fabric, result: RunResult, title: str
     axes[0].set_ylabel("lower-tier device (GPU / NIC)")
     colorbar = fig.colorbar(image, ax=list(axes), shrink=0.9)
     colorbar.set_label("utilization per direction (busy / makespan)")
-    fig.suptitle(title or f"{fabric.name}: link utilization per direction, makespan "
-                 f"{format_time(result.makespan_s)} (parallel links averaged)")
+    averaged = "parallel links" + (f" and the devices of an enclosure ({' and '.join(merged)})" if merged else "")
+    fig.suptitle((title or f"{fabric.name}: link utilization per direction, makespan {format_time(result.makespan_s)}")
+                 + f"\n{averaged} averaged; " + (f"every link at {device_range[0]:.0%}" if
+                                                     round(device_range[0], 2) == round(device_range[1], 2) else
+                                                     f"single links from {device_range[0]:.0%} to {device_range[1]:.0%}"),
+                 fontsize="medium")
     return fig
 
 

@@ -93,20 +93,29 @@ class CollectiveSpec:
                                   + (side.flag_s if side else 0.0))
         return value
 
-    def cta_Bps(self, src: str, dst: str, ctas: float = 1.0) -> float:
+    def cta_Bps(self, src: str, dst: str, ctas: float = 1.0, ring: tuple[str, int] | None = None) -> float:
         """Rate limit (wire B/s) of a transfer that ``ctas`` channels drive from ``src`` to ``dst``:
-        min(CTA copy/reduce rate, the slot credit loop) per channel (0: no limit). Cached on the
-        fabric per (op, protocol, GPU side, pair)."""
+        min(CTA copy/reduce rate, the slot credit loop) per channel (0: no limit). ``ring``:
+        (op, ranks) of the ring loop the transfer belongs to, whose link primitives set the CTA
+        rate. Cached on the fabric per (op, protocol, GPU side, ring, pair)."""
         side = self.side
         if side is None:
             return 0.0
-        key = ("collectives.cta", id(self.table), self.op, self.protocol.name, side.name, src, dst)
+        op, ring_n = ring or (self.op, 0)
+        key = ("collectives.cta", id(self.table), op, ring_n, self.protocol.name, side.name, src, dst)
         cache = self.fabric.route_cache
         one = cache.get(key)
         if one is None:
             # the FIFO between two ranks is a point-to-point connection: its handoff is a ring step's
-            one = cache[key] = side.rate_Bps(self.op, self.hop_s(src, dst, "ring"), route_lat_s(self.fabric, src, dst))
+            one = cache[key] = side.rate_Bps(op, self.hop_s(src, dst, "ring"), route_lat_s(self.fabric, src, dst),
+                                             ring_n)
         return ctas * one
+
+    def ring_local_s(self, op: str, n: int, chunk_bytes: float) -> float:
+        """Time (s) a CTA spends on the primitive that closes a loop of ring ``op`` on ``n`` ranks,
+        for ``chunk_bytes`` of data, with its link idle (0 without a GPU side)."""
+        side = self.side
+        return 0.0 if side is None else chunk_bytes * side.ring_local_s_per_B(op, n)
 
 
 @dataclass(slots=True)

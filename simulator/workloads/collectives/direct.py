@@ -2,15 +2,18 @@
 
 all_reduce one-shot: each rank sends its whole buffer S to each of the n-1 peers and reduces
 locally (latency-optimal, (n-1)S out per rank); all_gather / reduce_scatter / alltoall: S/n to
-each peer; broadcast: the root sends S to each peer; sendrecv: rank i sends S to rank i+1 (as
-nccl-tests' sendrecv_perf). One step, so both granularities are the same workload.
+each peer; broadcast: the root sends S to each peer; gather: each peer sends its S/n to the root;
+scatter: the root sends S/n to each peer (S = whole array, as nccl-tests' gather/scatter_perf do
+with ncclSend/ncclRecv); sendrecv: rank i sends S to rank i+1 (as nccl-tests' sendrecv_perf).
+One step, so both granularities are the same workload.
 """
 
 from __future__ import annotations
 
 from simulator.workloads.collectives.base import CollectiveSpec, DagBuilder
 
-OPS = frozenset({"all_reduce", "all_gather", "reduce_scatter", "alltoall", "broadcast", "sendrecv"})
+OPS = frozenset({"all_reduce", "all_gather", "reduce_scatter", "alltoall", "broadcast", "gather", "scatter",
+                 "sendrecv"})
 
 
 def pairs(spec: CollectiveSpec) -> list[tuple[str, str, float]]:
@@ -20,6 +23,10 @@ def pairs(spec: CollectiveSpec) -> list[tuple[str, str, float]]:
         return [(g[i], g[(i + 1) % n], S) for i in range(n)] if n > 2 else [(g[0], g[1], S), (g[1], g[0], S)]
     if spec.op == "broadcast":
         return [(g[spec.root], d, S) for d in g if d != g[spec.root]]
+    if spec.op == "gather":
+        return [(s, g[spec.root], S / n) for s in g if s != g[spec.root]]
+    if spec.op == "scatter":
+        return [(g[spec.root], d, S / n) for d in g if d != g[spec.root]]
     size = S if spec.op == "all_reduce" else S / n
     return [(s, d, size) for s in g for d in g if s != d]
 

@@ -1,9 +1,12 @@
 """The GPU side of a collective: channels as CTAs, protocol slots as credits, launch and step latency.
 
 NCCL runs a collective as one CTA per channel. Each CTA copies (all_gather, broadcast, p2p) or
-reduces (all_reduce, reduce_scatter) at a finite rate, so a collective moves at most
+reduces (all_reduce, reduce_scatter) at a finite memory rate, so a collective moves at most
 ``channels x per-CTA rate`` whatever the links offer; every algorithm's per-channel transfers carry
-that rate as ``Transfer.rate_Bps`` and the engines honour it.
+that rate as ``Transfer.rate_Bps`` and the engines honour it. A ring CTA runs NCCL's primitives one
+after the other; the last of each loop (the recv copy or reduce into the output) puts nothing on the
+link, so its time is added to the channel's transfers and the links idle meanwhile
+(``CollectiveLibrary.ring_loop``).
 
 Between two ranks a channel's data goes through a FIFO of ``NCCL_BUFFSIZE`` bytes split into
 ``NCCL_STEPS`` slots: the sender may fill free slots only (it waits on the receiver's *head*
@@ -33,10 +36,7 @@ import numpy as np
 
 from simulator.hardware.gpu_side import ArchitectureSide, CollectiveLibrary, load_gpu_side
 from simulator.topology.fabric import Fabric
-from simulator.workloads.collectives.ops import WHOLE_ARRAY_OPS
-
-P2P_OPS = frozenset({"alltoall", "sendrecv"})
-"""Ops NCCL runs on its p2p channels."""
+from simulator.workloads.collectives.ops import P2P_OPS, WHOLE_ARRAY_OPS
 
 
 @dataclass(frozen=True, slots=True)
@@ -101,8 +101,25 @@ class GpuSide:
 
     # -- rates -------------------------------------------------------------------------------
     def channel_Bps(self, op: str) -> float:
-        """Wire bytes/s one CTA drives for ``op`` (0: no limit)."""
-        return 0.0 if self.arch is None else self.arch.channel_Bps(op, self.library.copy_work)
+        """Wire bytes/s one CTA drives for ``op`` on average, unloaded (0: no limit)."""
+        return 0.0 if self.arch is None else self.arch.channel_Bps(op, self.library)
+
+    def ring_link_Bps(self, op: str, n: int) -> float:
+        """Wire bytes/s one CTA drives while it runs the link primitives of ring ``op`` on ``n``
+        ranks: its memory rate over their memory operations per chunk byte (0: no limit)."""
+        loop = self.library.ring_loop(op, n)
+        if self.arch is None or loop is None:
+            return self.channel_Bps(op)
+        return self.arch.memory_Bps(op, self.library) * loop.link_chunks / loop.link_work
+
+    def ring_local_s_per_B(self, op: str, n: int) -> float:
+        """Seconds per chunk byte of the primitive that ends each loop of ring ``op`` on ``n``
+        ranks and puts nothing on the link (the final recv copy or reduce): the link primitives
+        of the next loop wait for it, since a CTA runs its primitives one after the other."""
+        loop = self.library.ring_loop(op, n)
+        if self.arch is None or loop is None:
+            return 0.0
+        return loop.local_work / self.arch.memory_Bps(op, self.library)
 
     def slot_loop_Bps(self, op: str, hop_s: float, route_s: float) -> float:
         """Most wire bytes/s one channel's FIFO credit loop lets through between two ranks:
@@ -115,9 +132,11 @@ class GpuSide:
         loop_s = 2.0 * (route_s + hop_s) + self.library.slot_B() / rate
         return self.library.buffsize_B / loop_s
 
-    def rate_Bps(self, op: str, hop_s: float, route_s: float) -> float:
-        """The rate limit of one channel's transfer: min(CTA rate, slot loop) (0: no limit)."""
-        cta = self.channel_Bps(op)
+    def rate_Bps(self, op: str, hop_s: float, route_s: float, ring_n: int = 0) -> float:
+        """The rate limit of one channel's transfer: min(CTA rate, slot loop) (0: no limit). With
+        ``ring_n``, the CTA rate is that of the link primitives of a ring on ``ring_n`` ranks
+        (its local primitive is charged as time, ``ring_local_s_per_B``)."""
+        cta = self.ring_link_Bps(op, ring_n) if ring_n else self.channel_Bps(op)
         if not cta:
             return 0.0
         return min(cta, self.slot_loop_Bps(op, hop_s, route_s))

@@ -35,10 +35,11 @@ def build(spec: CollectiveSpec, dag: DagBuilder) -> None:
     done: dict[str, list[int]] = {}
     for i, node in enumerate(nodes):
         done.update(ring_phase(dag, spec, node, m - 1, S / m, tag=f"hier.rs.n{i}",
-                               base_s=spec.base_s("ring")))
+                               base_s=spec.base_s("ring"), program="reduce_scatter"))
     after2: dict[str, list[int]] = {}
     for j in range(m):
         cross = tuple(node[j] for node in nodes)
-        after2.update(ring_phase(dag, spec, cross, 2 * (k - 1), S / m / k, done, tag=f"hier.ar.l{j}"))
+        after2.update(ring_phase(dag, spec, cross, 2 * (k - 1), S / m / k, done, tag=f"hier.ar.l{j}",
+                                 program="all_reduce"))
     for i, node in enumerate(nodes):
-        ring_phase(dag, spec, node, m - 1, S / m, after2, tag=f"hier.ag.n{i}")
+        ring_phase(dag, spec, node, m - 1, S / m, after2, tag=f"hier.ag.n{i}", program="all_gather")

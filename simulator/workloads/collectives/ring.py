@@ -2,9 +2,10 @@
 
 all_reduce = reduce-scatter then all-gather around the ring: 2(n-1) steps of S/n each;
 reduce_scatter and all_gather: n-1 steps of S/n (S = whole array); broadcast: a pipelined chain
-from the root (n-1 hops, each link carries S). Channel c uses its share of the equal-cost routes
-(base.channel_paths), so together the channels cover every parallel link and switch plane; on
-multi-node fabrics each channel's ring leaves every node through a different GPU and NIC
+from the root (n-1 hops, each link carries S); reduce: the same chain ending at the root, every
+rank adding its buffer on the way (NCCL runs reduce only as Ring). Channel c uses its share of the
+equal-cost routes (base.channel_paths), so together the channels cover every parallel link and
+switch plane; on multi-node fabrics each channel's ring leaves every node through a different GPU and NIC
 (rails.ring_orders).
 """
 
@@ -14,19 +15,24 @@ from simulator.workloads.collectives.base import (CollectiveSpec, DagBuilder, ch
                                                   route_lat_s)
 from simulator.workloads.collectives.rails import ring_orders
 
-OPS = frozenset({"all_reduce", "reduce_scatter", "all_gather", "broadcast"})
+OPS = frozenset({"all_reduce", "reduce_scatter", "all_gather", "broadcast", "reduce"})
 Done = dict[str, list[int]]
 """GPU -> ids of the transfers after which that GPU's part of a phase is complete."""
 
 
 def ring_phase(dag: DagBuilder, spec: CollectiveSpec, ring: tuple[str, ...], steps: int,
                step_bytes: float, after: Done | None = None, tag: str = "ring",
-               base_s: float = 0.0, orders: list[tuple[str, ...]] | None = None) -> Done:
+               base_s: float = 0.0, orders: list[tuple[str, ...]] | None = None,
+               program: str | None = None) -> Done:
     """``steps`` ring steps, each moving ``step_bytes`` of data (all channels together) from every
     rank of ``ring`` to its successor; starts once ``after`` of both ends are done. ``orders``:
-    the ring of each channel (permutations of ``ring``; default ``ring`` for every channel)."""
+    the ring of each channel (permutations of ``ring``; default ``ring`` for every channel).
+    ``program``: the ring op whose CTA loop this phase runs (default ``spec.op``): its link
+    primitives set the channel's rate, and its last primitive, which leaves the link idle, adds
+    its time once per chunk (in steady state, ``step_bytes / channels`` in all)."""
     after = after or {}
     m, C = len(ring), spec.channels
+    program = program or spec.op
     orders = orders or [ring] * C
     done: Done = {g: [] for g in ring}
     if m < 2 or steps == 0:
@@ -34,21 +40,21 @@ def ring_phase(dag: DagBuilder, spec: CollectiveSpec, ring: tuple[str, ...], ste
             done[g] = list(after.get(g, []))
         return done
     per_channel = step_bytes / C
+    if spec.granularity == "chunked":
+        _chunked(dag, spec, orders, steps, per_channel, after, tag, base_s, done, program)
+        return done
+    local = spec.ring_local_s(program, m, per_channel)
     for c in range(C):
         ring = orders[c]
         hop, lat = edge_latency(spec, [(src, ring[(i + 1) % m]) for i, src in enumerate(ring)])
         for i, src in enumerate(ring):
             dst = ring[(i + 1) % m]
-            paths = channel_paths(spec.fabric, src, dst, c, C)
-            deps = after.get(src, []) + after.get(dst, [])
-            if spec.granularity == "steady":
-                tid = dag.add(src, dst, spec.wire(steps * per_channel), deps,
-                              base_s + steps * hop + (steps - 1) * lat, paths, f"{tag}.ch{c}.r{i}",
-                              spec.cta_Bps(src, dst))
-                done[src].append(tid)
-                done[dst].append(tid)
-    if spec.granularity == "chunked":
-        _chunked(dag, spec, orders, steps, per_channel, after, tag, base_s, done)
+            tid = dag.add(src, dst, spec.wire(steps * per_channel), after.get(src, []) + after.get(dst, []),
+                          base_s + steps * hop + (steps - 1) * lat + local,
+                          channel_paths(spec.fabric, src, dst, c, C), f"{tag}.ch{c}.r{i}",
+                          spec.cta_Bps(src, dst, ring=(program, m)))
+            done[src].append(tid)
+            done[dst].append(tid)
     return done
 
 
@@ -63,14 +69,18 @@ def edge_latency(spec: CollectiveSpec, edges: list[tuple[str, str]]) -> tuple[fl
     return sum(hops) / len(hops), sum(lats) / len(lats)
 
 
-def _chunked(dag, spec, orders, steps, per_channel, after, tag, base_s, done) -> None:
+def _chunked(dag, spec, orders, steps, per_channel, after, tag, base_s, done, program) -> None:
+    """Every step of every chunk a transfer. A rank's CTA closes each loop with a primitive that
+    leaves its link idle (the last step's transfer into it carries that time) and starts the
+    next loop's first step only after it."""
     m, C = len(orders[0]), spec.channels
     loops = n_chunks(per_channel, spec.chunk_bytes)
     piece = spec.wire(per_channel / loops)
+    local = spec.ring_local_s(program, m, per_channel / loops)
     for c in range(C):
         ring = orders[c]
         edge = [(channel_paths(spec.fabric, s, ring[(i + 1) % m], c, C),
-                 spec.hop_s(s, ring[(i + 1) % m], "ring"), spec.cta_Bps(s, ring[(i + 1) % m]))
+                 spec.hop_s(s, ring[(i + 1) % m], "ring"), spec.cta_Bps(s, ring[(i + 1) % m], ring=(program, m)))
                 for i, s in enumerate(ring)]
         ids: dict[tuple[int, int, int], int] = {}
         for loop in range(loops):
@@ -79,13 +89,16 @@ def _chunked(dag, spec, orders, steps, per_channel, after, tag, base_s, done) ->
                     dst = ring[(i + 1) % m]
                     if s == 0:
                         deps = after.get(src, []) + after.get(dst, [])
+                        if loop and local:
+                            deps.append(ids[(loop - 1, steps - 1, (i - 1) % m)])
                     else:
                         deps = [ids[(loop, s - 1, (i - 1) % m)]]
                     if loop >= spec.window:
                         deps.append(ids[(loop - spec.window, s, i)])
                     paths, hop, rate = edge[i]
-                    ids[(loop, s, i)] = dag.add(src, dst, piece, deps, hop + (base_s if s == 0 and loop == 0 else 0.0),
-                                                paths, f"{tag}.ch{c}.l{loop}.s{s}.r{i}", rate)
+                    delay = hop + (base_s if s == 0 and loop == 0 else 0.0) + (local if s == steps - 1 else 0.0)
+                    ids[(loop, s, i)] = dag.add(src, dst, piece, deps, delay, paths, f"{tag}.ch{c}.l{loop}.s{s}.r{i}",
+                                                rate)
         for loop in range(loops):
             for i, src in enumerate(ring):
                 tid = ids[(loop, steps - 1, i)]
@@ -132,5 +145,8 @@ def build(spec: CollectiveSpec, dag: DagBuilder) -> None:
     elif spec.op == "broadcast":
         chain = spec.gpus[spec.root:] + spec.gpus[:spec.root]
         chain_phase(dag, spec, chain, S, base_s=base)
+    elif spec.op == "reduce":  # the ring from the root's successor round to the root
+        chain = spec.gpus[spec.root + 1:] + spec.gpus[:spec.root + 1]
+        chain_phase(dag, spec, chain, S, tag="reduce", base_s=base)
     else:
         raise ValueError(f"ring does not implement {spec.op}")

@@ -19,6 +19,7 @@ from simulator.errors import InputError
 from simulator.hardware.protocols import PROTOCOL_NAMES, ProtocolTable
 from simulator.topology.fabric import Fabric
 from simulator.topology.routing import equal_cost_routes, route_latency_s, route_rate_Bps
+from simulator.workloads.collectives.ops import P2P_OPS
 
 
 def predict_s(fabric: Fabric, workload: Workload) -> float:
@@ -104,7 +105,7 @@ def _spread(fabric: Fabric, src: str, dst: str, paths) -> _Spread:
     return spread
 
 
-AUTO_DIRECT_OPS = frozenset({"alltoall", "sendrecv"})
+AUTO_DIRECT_OPS = P2P_OPS
 """Ops for which ``auto`` considers the direct algorithm: NCCL runs them point to point; for the
 other collectives NCCL's tuner picks among ring, tree and NVLS only (one-shot kernels stay
 available as ``--algo direct``)."""

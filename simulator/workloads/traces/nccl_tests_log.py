@@ -40,14 +40,16 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from simulator.errors import InputError
+from simulator.workloads.collectives.ops import WHOLE_ARRAY_OPS
 
 OPS = ("all_reduce", "all_gather", "reduce_scatter", "alltoall", "broadcast", "sendrecv",
        "reduce", "gather", "scatter")
 """Operations of nccl-tests this parser knows (binary ``<op>_perf``)."""
 
-PER_RANK_COUNT_OPS = frozenset({"all_gather", "reduce_scatter", "alltoall", "gather", "scatter"})
+PER_RANK_COUNT_OPS = WHOLE_ARRAY_OPS
 """Ops whose printed size is the whole array: size = count x ranks x type bytes (the others:
-size = count x type bytes). From each test's ``getCollByteCount`` in nccl-tests ``src/*.cu``."""
+size = count x type bytes). From each test's ``getCollByteCount`` in nccl-tests ``src/*.cu``; the
+same rule as the simulator's size convention (``collectives.ops.WHOLE_ARRAY_OPS``)."""
 
 REDUCING_OPS = frozenset({"all_reduce", "reduce_scatter", "reduce"})
 ROOTED_OPS = frozenset({"broadcast", "reduce", "gather", "scatter"})

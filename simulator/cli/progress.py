@@ -1,0 +1,70 @@
+"""Progress of a sweep on stderr: the plan's announcement line, then a bar while the runs last.
+
+The bar appears when the sweep has several sizes or is estimated to run longer than
+``runner.estimate.SLOW_RUN_S``, and only on a terminal. It advances by each size's share of the
+estimated work (packet-hops on the packet engine, one step per size on the flow engine); a spinner
+and the elapsed time keep moving while one long run is in the engine.
+"""
+
+from __future__ import annotations
+
+from rich.console import Console
+
+from simulator.reports.run_notice import duration, plan_line
+from simulator.runner.estimate import SweepPlan
+
+MANY_SIZES = 4
+"""A sweep of at least this many sizes gets a bar whatever its estimate."""
+
+
+class SweepProgress:
+    """``on_plan`` and ``on_row`` callbacks of ``runner.sweeps.sweep`` that report on ``console``."""
+
+    def __init__(self, console: Console, title: str) -> None:
+        self.console = console
+        self.title = title
+        self.progress = None
+        self.task = None
+        self.weights: dict[int, int] = {}
+
+    def __enter__(self) -> "SweepProgress":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self.progress is not None:
+            self.progress.__exit__(*exc)
+
+    def plan(self, plan: SweepPlan) -> None:
+        """Announce ``plan``; start the bar if the sweep is long enough to need one."""
+        line = plan_line(plan)
+        if line:
+            self.console.print(line, highlight=False, soft_wrap=True)
+        if not self.console.is_terminal or not (plan.slow or len(plan.sizes) >= MANY_SIZES):
+            return
+        from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+
+        packet = plan.engine == "packet"
+        self.weights = dict(zip(plan.sizes, plan.packet_hops if packet else [1] * len(plan.sizes)))
+        estimate = f"of {duration(plan.wall_s)}" if packet and plan.wall_s else ""
+        self.progress = Progress(SpinnerColumn(), TextColumn("{task.description}"), BarColumn(),
+                                 TextColumn("{task.fields[done]}/{task.fields[sizes]} sizes"), TimeElapsedColumn(),
+                                 TextColumn(estimate), console=self.console, transient=True)
+        self.progress.__enter__()
+        self.task = self.progress.add_task(f"{self.title} ({plan.engine} engine)", total=sum(self.weights.values()),
+                                           done=0, sizes=len(plan.sizes))
+
+    def row(self, row: dict) -> None:
+        """One size finished."""
+        if self.progress is not None:
+            done = self.progress.tasks[0].fields["done"] + 1
+            self.progress.update(self.task, advance=self.weights.get(row["bytes"], 1), done=done)
+
+
+def announcer(console: Console):
+    """``on_plan(system, item, plan)`` for ``runner.scenario_run.run_scenario``: the plan's line,
+    prefixed with the system and workload it is about."""
+    def announce(system: str, item: str, plan: SweepPlan) -> None:
+        line = plan_line(plan)
+        if line:
+            console.print(f"{system}, {item}: {line}", highlight=False, soft_wrap=True)
+    return announce

@@ -1,0 +1,31 @@
+"""One line announcing a sweep before it runs: the engine, why ``auto`` picked it, and the
+estimated packet-hops and wall time of packet-engine runs."""
+
+from __future__ import annotations
+
+from simulator.runner.estimate import PACKET_HOPS_PER_S, SweepPlan
+
+
+def duration(seconds: float) -> str:
+    """A rough wall time for people: ``~4 s``, ``~12 min``, ``~3.5 h``."""
+    if seconds < 1.0:
+        return "<1 s"
+    if seconds < 90:
+        return f"~{seconds:.0f} s"
+    if seconds < 90 * 60:
+        return f"~{seconds / 60:.0f} min"
+    return f"~{seconds / 3600:.1f} h"
+
+
+def plan_line(plan: SweepPlan) -> str | None:
+    """The announcement of ``plan`` (None when the flow engine was asked for: nothing to say)."""
+    largest = f"largest size {plan.largest_hops:,} packet-hops"
+    if plan.asked == "auto" and plan.engine == "flow":
+        return (f"auto: flow engine ({largest}, over the {plan.budget:,} budget; "
+                f"{duration(plan.largest_hops / PACKET_HOPS_PER_S)} packet by packet)")
+    if plan.engine != "packet":
+        return None
+    cost = f"{plan.total_hops:,} packet-hops of {plan.packet_bytes:,} B, {duration(plan.wall_s or 0.0)}"
+    if plan.asked == "auto":
+        return f"auto: packet engine ({largest}, budget {plan.budget:,}): {cost}"
+    return f"packet engine: {cost} at ~{PACKET_HOPS_PER_S / 1e3:.0f}k packet-hops/s"

@@ -1,0 +1,75 @@
+"""What a sweep will cost before it runs: the engine (and why ``auto`` picked it), packet-hops and
+wall time of packet-engine runs.
+
+The wall-time estimate is packet-hops / ``PACKET_HOPS_PER_S``; packet-hops are counted as the
+``auto`` engine choice counts them (``engine.dispatch.packet_hops``: bytes of each transfer /
+packet size x hops of its first route).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from simulator.engine.dispatch import AUTO_PACKET_HOP_BUDGET, choose_engine, packet_hops
+from simulator.engine.packet import PacketConfig
+from simulator.engine.transfer import Workload
+from simulator.topology.fabric import Fabric
+
+PACKET_HOPS_PER_S = 20_000.0
+"""Packet-hops the packet engine replays per second of wall time. Assumption: measured on the
+project's 2-core machine under load (HGX H100 all_reduce 4 MiB: 22.8k/s; GB200 NVL72 all_reduce
+16 MiB: 18.3k/s; HGX alltoall 8 MiB: 14.9k/s); ``benchmarks/engine_throughput.py`` prints the
+figure for another machine or engine version. Only the announced estimate uses it."""
+
+SLOW_RUN_S = 2.0
+"""Runs estimated longer than this get a progress display."""
+
+
+@dataclass(frozen=True, slots=True)
+class SweepPlan:
+    """The engine of a sweep and what its runs will cost, size by size."""
+
+    engine: str
+    """The engine every size runs on."""
+    asked: str
+    """The engine asked for (``auto``, ``packet`` or ``flow``)."""
+    packet_bytes: int
+    """The packet engine's transfer unit (B)."""
+    sizes: tuple[int, ...]
+    packet_hops: tuple[int, ...]
+    """Estimated packet-hops of each size (B / packet size x route hops, summed over transfers)."""
+
+    @property
+    def total_hops(self) -> int:
+        return sum(self.packet_hops)
+
+    @property
+    def largest_hops(self) -> int:
+        """Packet-hops of the largest size: what ``auto`` decides by."""
+        return self.packet_hops[self.sizes.index(max(self.sizes))] if self.sizes else 0
+
+    @property
+    def wall_s(self) -> float | None:
+        """Estimated wall time of the packet-engine runs (s); None for the flow engine."""
+        return self.total_hops / PACKET_HOPS_PER_S if self.engine == "packet" else None
+
+    @property
+    def slow(self) -> bool:
+        """Whether the runs are expected to take more than ``SLOW_RUN_S``."""
+        return (self.wall_s or 0.0) > SLOW_RUN_S
+
+    @property
+    def budget(self) -> int:
+        """The packet-hop budget of ``auto``."""
+        return AUTO_PACKET_HOP_BUDGET
+
+
+def plan_sweep(fabric: Fabric, asked: str, workloads: dict[int, Workload], packet: PacketConfig) -> SweepPlan:
+    """The plan of running ``workloads`` (size -> workload) with engine ``asked``: ``auto`` picks
+    one engine for all sizes, by the largest (as ``runner.sweeps.sweep_engine``)."""
+    sizes = tuple(sorted(workloads))
+    hops = tuple(packet_hops(fabric, workloads[s], packet.packet_bytes) for s in sizes)
+    engine = asked
+    if asked == "auto":
+        engine = choose_engine(fabric, workloads[max(sizes)], packet) if sizes else "flow"
+    return SweepPlan(engine=engine, asked=asked, packet_bytes=packet.packet_bytes, sizes=sizes, packet_hops=hops)

@@ -1,0 +1,89 @@
+"""Long runs announce themselves: engine choice and why, packet-hops and wall-time estimate, progress."""
+
+import io
+from pathlib import Path
+
+import pytest
+from rich.console import Console
+from typer.testing import CliRunner
+
+from simulator.cli.app import _register, app
+from simulator.cli.progress import SweepProgress
+from simulator.engine.dispatch import AUTO_PACKET_HOP_BUDGET
+from simulator.engine.packet import PacketConfig
+from simulator.reports.run_notice import duration, plan_line
+from simulator.runner.estimate import PACKET_HOPS_PER_S, SweepPlan, plan_sweep
+from simulator.topology.synthetic import star
+from simulator.workloads.collectives import build_collective
+
+ROOT = Path(__file__).resolve().parent.parent
+_register()
+runner = CliRunner()
+
+
+def test_packet_hops_of_a_ring_all_reduce_on_a_star_are_the_closed_form():
+    # every byte of a ring all_reduce crosses 2 links (GPU -> switch -> GPU); each GPU sends
+    # 2(n-1)/n S, so n GPUs send 2(n-1) S: 2 x 2(n-1) S / P packet-hops
+    n, S, P = 4, 1 << 22, 4096
+    f = star(n, latency_s=0.0)
+    w = build_collective(f, f.gpus, "all_reduce", S, "ring", "ideal", channels=2)
+    plan = plan_sweep(f, "packet", {S: w}, PacketConfig(packet_bytes=P))
+    assert plan.total_hops == 2 * 2 * (n - 1) * S // P
+    assert plan.wall_s == pytest.approx(plan.total_hops / PACKET_HOPS_PER_S)
+
+
+def test_auto_picks_by_the_largest_size_against_the_budget():
+    f = star(4, latency_s=0.0)
+    small, large = 1 << 16, 1 << 30
+    works = {s: build_collective(f, f.gpus, "all_reduce", s, "ring", "ideal") for s in (small, large)}
+    packet = PacketConfig(packet_bytes=4096)
+    assert plan_sweep(f, "auto", {small: works[small]}, packet).engine == "packet"
+    plan = plan_sweep(f, "auto", works, packet)
+    assert plan.engine == "flow" and plan.largest_hops > AUTO_PACKET_HOP_BUDGET
+    assert plan.wall_s is None and not plan.slow
+    line = plan_line(plan)
+    assert line.startswith("auto: flow engine") and f"{plan.largest_hops:,} packet-hops" in line
+    assert f"over the {AUTO_PACKET_HOP_BUDGET:,} budget" in line
+    assert plan_line(SweepPlan("flow", "flow", 4096, (small,), (10,))) is None  # nothing to say
+
+
+def test_durations_read_as_people_say_them():
+    assert [duration(s) for s in (0.2, 7, 300, 4 * 3600)] == ["<1 s", "~7 s", "~5 min", "~4.0 h"]
+
+
+def test_bench_prints_one_line_on_stderr_before_packet_runs():
+    teaching = str(ROOT / "topologies" / "teaching.yaml")
+    result = runner.invoke(app, ["bench", teaching, "--sizes", "1M", "--engine", "packet", "--text"])
+    assert result.exit_code == 0, result.output
+    (line,) = [x for x in result.stderr.splitlines() if "packet-hops" in x]
+    assert line.startswith("packet engine: ") and "packet-hops/s" in line
+    result = runner.invoke(app, ["bench", teaching, "--sizes", "1M", "--engine", "flow", "--text"])
+    assert result.exit_code == 0 and "packet-hops" not in result.stderr
+    result = runner.invoke(app, ["bench", "hgx_h100", "--sizes", "1G", "--text"])
+    assert result.exit_code == 0 and "auto: flow engine (largest size" in result.stderr
+    assert "flow" in result.stdout.splitlines()[-2]  # the row says which engine ran it
+
+
+def test_progress_bar_on_a_terminal_advances_by_estimated_work():
+    console = Console(file=io.StringIO(), force_terminal=True, width=80)
+    plan = SweepPlan("packet", "packet", 2048, (1, 2), (10 * int(PACKET_HOPS_PER_S), 30 * int(PACKET_HOPS_PER_S)))
+    assert plan.slow
+    with SweepProgress(console, "all_reduce on 8 GPUs") as progress:
+        progress.plan(plan)
+        (task,) = progress.progress.tasks
+        assert task.total == plan.total_hops
+        progress.row({"bytes": 1})
+        assert task.completed == plan.packet_hops[0] and task.fields["done"] == 1
+    quiet = SweepProgress(Console(file=io.StringIO(), force_terminal=True), "x")
+    quiet.plan(SweepPlan("packet", "packet", 2048, (1,), (10,)))  # well under 2 s: no bar
+    assert quiet.progress is None
+
+
+def test_run_announces_each_size_sweep_with_system_and_workload(tmp_path):
+    scenario = tmp_path / "s.yaml"
+    scenario.write_text(f"name: t\ntopologies: [{ROOT / 'topologies' / 'teaching.yaml'}]\nengine: auto\n"
+                        "workloads:\n  - {kind: collective, name: ar, op: all_reduce, sizes: 1M}\n")
+    result = runner.invoke(app, ["run", str(scenario)])
+    assert result.exit_code == 0, result.output
+    (line,) = [x for x in result.stderr.splitlines() if "packet-hops" in x]
+    assert line.startswith("teaching, ar: auto: packet engine (largest size ")
