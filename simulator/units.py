@@ -126,6 +126,17 @@ def parse_size(text: str) -> int:
     return number * mult
 
 
+def format_seconds(seconds: float) -> str:
+    """Seconds as written in inputs, in the largest unit that keeps the number at least 1:
+    ``1.5e-4`` -> ``150us`` (no space, so the text reads back with ``parse_quantity``)."""
+    if seconds == 0:
+        return "0s"
+    for unit, scale in (("s", 1.0), ("ms", 1e-3), ("us", 1e-6)):
+        if abs(seconds) >= scale:
+            return f"{seconds / scale:g}{unit}"
+    return f"{seconds / 1e-9:g}ns"
+
+
 def format_bytes(n: float) -> str:
     """Human size with binary prefixes (message sizes are powers of two)."""
     for unit, size in (("GiB", GiB), ("MiB", MiB), ("KiB", KiB)):

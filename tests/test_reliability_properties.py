@@ -133,7 +133,8 @@ def test_max_min_rates_equal_the_lexicographic_lp_solution(data):
 
 _register()
 _runner = CliRunner()
-_scalar = st.one_of(st.sampled_from(["hgx.gpu0", "hgx.nvsw0", "hgx.*", "hgx", "nope", "", "1e-8", "x8"]),
+_scalar = st.one_of(st.sampled_from(["hgx.gpu0", "hgx.nvsw0", "hgx.*", "hgx", "nope", "", "1e-8", "x8", "150us",
+                                     "5 m", "-1us", "1M"]),
                     st.integers(-2, 20), st.floats(-1, 2, allow_nan=False), st.booleans(), st.none())
 _fault = st.dictionaries(
     st.sampled_from(["kind", "from", "to", "device", "enclosure", "lanes", "ber", "links", "at", "colour"]),
@@ -160,10 +161,12 @@ def test_fuzzed_fault_files_exit_2_with_file_and_line(tmp_path, faults):
 _BASE_SCENARIO = {
     "name": "fuzz", "topologies": ["TOPO"], "engine": "flow",
     "workloads": [{"kind": "collective", "name": "ar", "op": "all_reduce", "gpus": 2, "sizes": "1M"}],
+    "faults": [{"kind": "ber", "from": "gpu0", "to": "gpu1", "ber": 1e-9, "at": "1us"}],
 }
 _KEYS = [("name",), ("engine",), ("seed",), ("packet_bytes",), ("topologies",), ("workloads", 0, "kind"),
          ("workloads", 0, "op"), ("workloads", 0, "gpus"), ("workloads", 0, "sizes"), ("workloads", 0, "algo"),
-         ("workloads", 0, "name"), ("workloads", 0, "colour"), ("workloads",)]
+         ("workloads", 0, "name"), ("workloads", 0, "colour"), ("workloads",), ("faults",), ("faults", 0, "kind"),
+         ("faults", 0, "from"), ("faults", 0, "ber"), ("faults", 0, "at"), ("faults", 0, "lanes")]
 
 
 @settings(max_examples=25, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.function_scoped_fixture])
@@ -190,3 +193,51 @@ def test_fuzzed_scenario_files_exit_2_with_file_and_line(tmp_path, edits):
     assert r.exception is None or isinstance(r.exception, SystemExit), repr(r.exception)
     if r.exit_code == 2:
         assert r.output.strip().splitlines()[-1].startswith(f"fabricsim: {path}:"), r.output
+
+
+_BASE_SWEEP = {
+    "name": "fuzz",
+    "base": {"bench": {"topology": "TOPO", "op": "all_reduce", "gpus": 2, "bytes": "1M", "engine": "flow"}},
+    "axes": {"bytes": ["1M", "2M"]},
+}
+_SWEEP_KEYS = [("name",), ("base",), ("base", "bench"), ("base", "bench", "topology"), ("base", "bench", "op"),
+               ("base", "bench", "gpus"), ("base", "bench", "bytes"), ("base", "bench", "engine"),
+               ("base", "bench", "colour"), ("base", "credit_lab"), ("axes",), ("axes", "bytes"), ("axes", "gpus"),
+               ("axes", "algo"), ("axes", "topology.links.0.cable"), ("axes", "buffer")]
+_PYTHON_ERROR = ("TypeError", "KeyError", "AttributeError", "ValueError", "IndexError", "AssertionError",
+                 "ZeroDivisionError", "RuntimeError")
+
+
+@settings(max_examples=25, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.lists(st.tuples(st.sampled_from(_SWEEP_KEYS), st.one_of(_scalar, st.lists(_scalar, max_size=2))),
+                min_size=1, max_size=3))
+def test_fuzzed_sweep_files_exit_2_with_file_and_line(tmp_path, edits):
+    """Sweep files with random values: ``--dry-run`` exits 0 or 2 with FILE:LINE, never a
+    traceback; the first point of a file that loads runs to rows or to an input error (never a
+    Python exception caught by the sweep's per-point guard)."""
+    import copy
+
+    import yaml
+
+    from simulator.runner.sweep_file import load_sweep
+    from simulator.runner.sweep_points import execute
+
+    data = copy.deepcopy(_BASE_SWEEP)
+    data["base"]["bench"]["topology"] = str((__import__("pathlib").Path("topologies/teaching.yaml")).resolve())
+    for keys, value in edits:
+        target = data
+        for k in keys[:-1]:
+            target = target.get(k) if isinstance(target, dict) else None
+        if isinstance(target, dict):
+            target[keys[-1]] = value
+    path = tmp_path / "sweep.yaml"
+    path.write_text(yaml.safe_dump(data, default_flow_style=False))
+    r = _runner.invoke(app, ["sweep", str(path), "--dry-run"])
+    assert r.exit_code in (0, 2), r.output
+    assert r.exception is None or isinstance(r.exception, SystemExit), repr(r.exception)
+    if r.exit_code == 2:
+        assert r.output.strip().splitlines()[-1].startswith(f"fabricsim: {path}:"), r.output
+        return
+    point = load_sweep(path).points[0]
+    out = execute(point.payload)
+    assert "rows" in out or not out["error"].startswith(_PYTHON_ERROR), out

@@ -323,6 +323,8 @@ def scenario_page() -> str:
     for model in models:
         if model is scenario.ScenarioModel:
             title = "top level (ScenarioModel)"
+        elif model is scenario.FaultSpec:
+            title = "`faults[]` (FaultSpec; docs/faults.md)"
         elif "kind" in model.model_fields:
             kind = get_args(model.model_fields["kind"].annotation)[0]
             title = f"`workloads[]` with `kind: {kind}` ({model.__name__})"

@@ -8,7 +8,7 @@ from typing import Annotated, Optional
 import typer
 from rich.console import Console
 
-from simulator.cli.common import JSON_HELP, EngineOpt, report_console
+from simulator.cli.common import JSON_HELP, EngineOpt, FaultOpt, fault_specs, report_console
 from simulator.errors import InputError
 from simulator.reports.export import write_json
 
@@ -25,9 +25,11 @@ def register(app: typer.Typer) -> None:
         json_path: Annotated[Optional[str], typer.Option("--json", help="Write the comparison as JSON here" + JSON_HELP)] = None,
         plot: Annotated[Optional[str], typer.Option(help="Write busbw vs size (.png, or .svg/.pdf for vector) here.")] = None,
         power_plot: Annotated[Optional[str], typer.Option(help="Write the power breakdown (.png, or .svg/.pdf for vector) here.")] = None,
+        fault: FaultOpt = None,
     ) -> None:
         """Compare systems: time, busbw, p99 packet latency (packet engine), energy per op, static power, with
-        a ratio column."""
+        a ratio column.
+        With --fault every system runs healthy and degraded, side by side."""
         from simulator.runner.scenario_run import run_scenario
         from simulator.reports.scenario_text import print_scenario, scenario_plot
         from simulator.workloads.scenario import load_scenario, op_scenario
@@ -50,9 +52,12 @@ def register(app: typer.Typer) -> None:
             model = op_scenario(topologies, op, sizes, gpus, engine)
         from simulator.cli.progress import announcer
 
+        specs, locate = fault_specs(fault or [])
+
         console = Console(stderr=True)
         with console.status("simulating") as status:
             systems = run_scenario(model, [Path(t) for t in topologies], on_plan=announcer(console),
+                                   faults=specs, locate_fault=locate,
                                    on_row=lambda name, row: status.update(f"{name}: {row['workload']}"))
         print_scenario(model, systems, report_console(stderr=json_path == "-"))
         inputs = [*topologies, *([scenario] if scenario else [])]

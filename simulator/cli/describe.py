@@ -25,6 +25,10 @@ def register(app: typer.Typer) -> None:
         from simulator.topology.describe import describe as summarize
 
         fabric = load_fabric(topology, fault)
+        if fabric.changes:  # faults during the run: describe what is left after the last one
+            from dataclasses import replace
+
+            fabric = replace(fabric.changes[-1].fabric, faults=fabric.faults)
         summary = summarize(fabric)
         if plot:
             from simulator.reports.plots import topology_drawing

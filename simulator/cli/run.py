@@ -19,7 +19,7 @@ def register(app: typer.Typer) -> None:
         csv_path: Annotated[Optional[str], typer.Option("--csv", help="Write all rows as CSV here.")] = None,
         trace: Annotated[Optional[str], typer.Option(
             help="Write a Perfetto/Chrome trace (JSON, streamed) of every run here: packets, credits and queues "
-                 "(packet engine), transfers and link utilization (flow engine).")] = None,
+                 "(packet engine), transfers and link utilization (flow engine), and faults that strike during a run.")] = None,
         plot: Annotated[Optional[str], typer.Option(help="Write busbw vs size (or power) as .png, .svg or .pdf here.")] = None,
         fault: FaultOpt = None,
     ) -> None:

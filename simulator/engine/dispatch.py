@@ -45,8 +45,15 @@ def packet_hops(fabric: Fabric, workload: Workload, packet_bytes: int) -> int:
     return total
 
 
+PACKET_TIMED_FAULTS = "--engine packet does not support faults at a time; use --engine flow"
+"""The input error of a packet-engine run on a fabric with faults that strike during the run."""
+
+
 def choose_engine(fabric: Fabric, workload: Workload, packet: PacketConfig) -> str:
-    """``packet`` when the estimated packet-hops fit the budget, else ``flow``."""
+    """``packet`` when the estimated packet-hops fit the budget, else ``flow``; always ``flow``
+    when faults strike during the run (the packet engine cannot change its fabric mid-run)."""
+    if fabric.changes:
+        return "flow"
     return "packet" if packet_hops(fabric, workload, packet.packet_bytes) <= AUTO_PACKET_HOP_BUDGET else "flow"
 
 
@@ -62,6 +69,8 @@ def simulate(fabric: Fabric, workload: Workload, engine: EngineName = "auto",
     if engine == "auto":
         engine = choose_engine(fabric, workload, packet)
     if engine == "packet":
+        if fabric.changes:
+            raise InputError(PACKET_TIMED_FAULTS)
         return run_packet(fabric, workload, packet, observer)
     result = run_flow(fabric, workload, flow or FlowConfig())
     flow_seen = getattr(observer, "flow_run", None)  # the flow engine has no per-event hooks:

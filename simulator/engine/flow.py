@@ -2,7 +2,8 @@
 
 Each transfer, once its dependencies have finished and its ``delay_s`` has passed, is spread over
 its routes as sub-flows (bytes split in proportion to each route's bottleneck rate, as striping
-over parallel links does). Rates are the max-min fair allocation of ``Channel.rate_Bps`` among
+over parallel links does, times its ``route_weights`` share when some links serve more routes than
+others). Rates are the max-min fair allocation of ``Channel.rate_Bps`` among
 all active sub-flows, recomputed whenever a sub-flow starts or finishes (progressive filling).
 A transfer finishes when its last sub-flow drains plus the zero-load latency of its slowest
 route (links + transit switches). Pure delays (``bytes == 0``) finish ``delay_s`` after their
@@ -10,6 +11,14 @@ deps. A transfer with a rate limit (``Transfer.rate_Bps``: the CTA or copy engin
 crosses one more channel of its own, of that capacity, shared by its sub-flows: the max-min
 allocation then gives it min(its fair share of the links, its own rate). No randomness: the same
 workload gives the same result.
+
+Faults during a run (``Fabric.changes``, from faults with ``at:``): at each change's time every
+channel takes its capacity on the surviving fabric (0 when it is gone). Sub-flows on a route that
+lost a channel stop; the bytes they still had to move continue from there on every equal-cost
+route of the surviving fabric (the model of a transport that retransmits what was lost in flight
+on the links that are left: NCCL itself would abort the collective, see docs/faults.md), and
+transfers still to start that were planned over a lost channel are planned again on the
+surviving fabric. A transfer whose two ends no longer connect is an input error.
 """
 
 from __future__ import annotations
@@ -18,15 +27,21 @@ import heapq
 import time
 from dataclasses import dataclass
 from itertools import chain
+from typing import TYPE_CHECKING
 
+import networkx as nx
 import numpy as np
 
 from simulator.engine.flow_maxmin import max_min_rates
 from simulator.engine.result import RunResult
 from simulator.engine.transfer import Workload
-from simulator.errors import SimulationError
+from simulator.errors import InputError, SimulationError
 from simulator.topology.fabric import Fabric
-from simulator.topology.routing import equal_cost_routes
+from simulator.topology.routing import equal_cost_routes, route_rate_Bps, route_weights
+from simulator.units import format_seconds
+
+if TYPE_CHECKING:
+    from simulator.topology.faults import FabricChange
 
 _START, _FINISH = 0, 1
 
@@ -192,6 +207,7 @@ def _plan(fabric: Fabric, workload: Workload, table: _RouteTable, reps: list[int
     limits_Bps = np.array(limits, dtype=float)
     table.freeze(fabric, limits_Bps)
     plans: dict[tuple, _Plan] = {}
+    weights_of: dict[tuple, np.ndarray] = {}
     latency, hops = table.latency_s.tolist(), table.hops.tolist()
     one = np.ones(1)
     for key, rids in route_ids.items():
@@ -202,7 +218,10 @@ def _plan(fabric: Fabric, workload: Workload, table: _RouteTable, reps: list[int
         if len(rids) == 1:  # one route (a paced local copy has no hop and no latency)
             plans[key] = _Plan(ids, one, float(latency[rids[0]]), float(hops[rids[0]]))
             continue
-        rates = table.rate_Bps[ids]
+        weights = weights_of.get(key[:3])  # the same routes but for a transfer's own rate limit
+        if weights is None:
+            weights = weights_of[key[:3]] = route_weights([table.routes[r][:int(table.hops[r])] for r in rids])
+        rates = table.rate_Bps[ids] * weights
         shares = rates / rates.sum()
         keep = shares > 0
         plans[key] = _Plan(ids[keep], shares[keep], float(table.latency_s[ids].max()),
@@ -303,6 +322,72 @@ class _Active:
         self.dirty = False
 
 
+def _strike(change: FabricChange, fabric: Fabric, workload: Workload, table: _RouteTable, plans: list[_Plan | None],
+            started: np.ndarray, active: _Active, capacity: np.ndarray, limits: np.ndarray,
+            route_bytes: np.ndarray, outstanding: np.ndarray) -> tuple[np.ndarray, float, dict]:
+    """Switch the run to ``change``: new capacities, sub-flows
+    and plans off the lost channels (module docstring). Returns the grown ``route_bytes``, the
+    change in hop-bytes (for the invariant) and the event for the result."""
+    n_real = len(fabric.channels)
+    capacity[:n_real] = 0.0
+    capacity[change.original_id] = channel_capacity_Bps(change.fabric)
+    lost = np.ones(len(capacity), dtype=bool)
+    lost[change.original_id] = False
+    lost[n_real:] = False
+    route_lost = np.add.reduceat(lost[table.channels], table.ptr[:-1]) > 0 if len(table.routes) else np.zeros(0, bool)
+    active.flush()
+    on_lost = route_lost[active.rid] if len(active) else np.zeros(0, dtype=bool)
+    moved = {}  # tid -> bytes still to move off lost routes
+    hop_delta = 0.0
+    if on_lost.any():
+        np.add.at(route_bytes, active.rid[on_lost], active.bytes[on_lost] - active.left[on_lost])
+        hop_delta -= float(np.dot(active.left[on_lost], table.hops[active.rid[on_lost]]))
+        for tid, left in zip(active.tid[on_lost].tolist(), active.left[on_lost].tolist()):
+            moved[tid] = moved.get(tid, 0.0) + left
+        np.subtract.at(outstanding, active.tid[on_lost], 1)
+        active.keep(~on_lost)
+    pending = [t.id for t in workload.transfers if plans[t.id] is not None and not started[t.id]
+               and len(plans[t.id].route_ids) and route_lost[plans[t.id].route_ids].any()]
+    new_routes: dict[int, tuple[list[int], np.ndarray]] = {}
+    for tid in [*moved, *pending]:
+        t = workload.transfers[tid]
+        last = table.routes[int(plans[tid].route_ids[0])][-1]
+        limit = (last,) if last >= n_real else ()
+        when = f"from {format_seconds(change.at_s)} on ({'; '.join(change.faults)})"
+        in_switch = "" if {fabric.nodes[t.src].kind, fabric.nodes[t.dst].kind} <= {"gpu", "host"} else \
+            " (a reduction in a switch, as NVLS does, cannot move mid-call); use an algorithm that does not " \
+            "reduce in the switches, e.g. ring"
+        gone = [n for n in (t.src, t.dst) if n not in change.fabric.nodes]
+        if gone:
+            raise InputError(f"{when} {gone[0]} is gone but transfer {t.tag or t.id} ({t.src} -> {t.dst}) ends there: "
+                             f"the run cannot complete{in_switch}")
+        try:
+            routes = equal_cost_routes(change.fabric, t.src, t.dst)
+        except nx.NetworkXNoPath:
+            raise InputError(f"{when} {t.src} has no route to {t.dst} (transfer {t.tag or t.id}): the run cannot "
+                             f"complete{in_switch}") from None
+        rates = np.array([route_rate_Bps(change.fabric, r) for r in routes]) * route_weights(routes)
+        new_routes[tid] = ([table.intern(tuple(change.original_id[list(r)].tolist()) + limit) for r in routes],
+                           rates / rates.sum())
+    if new_routes:
+        table.freeze(fabric, limits)
+        route_bytes = np.concatenate((route_bytes, np.zeros(len(table.routes) - len(route_bytes))))
+    for tid, (rids, shares) in new_routes.items():
+        ids = np.array(rids, dtype=np.int64)
+        old = plans[tid]
+        plans[tid] = _Plan(ids, shares, max(float(table.latency_s[ids].max()), old.latency_s if tid in moved else 0.0),
+                           float(np.dot(shares, table.hops[ids])))
+        if tid in moved:
+            active.add(tid, moved[tid], plans[tid])
+            outstanding[tid] += len(ids)
+            hop_delta += moved[tid] * plans[tid].mean_hops
+    active.flush()
+    active.dirty = True
+    event = {"at_s": change.at_s, "faults": list(change.faults), "bytes_rerouted": float(sum(moved.values())),
+             "transfers_rerouted": len(new_routes)}
+    return route_bytes, hop_delta, event
+
+
 def run_flow(fabric: Fabric, workload: Workload, config: FlowConfig = FlowConfig()) -> RunResult:
     """Run ``workload`` on ``fabric`` with max-min fair fluid flows; return the engine-neutral result.
 
@@ -311,7 +396,8 @@ def run_flow(fabric: Fabric, workload: Workload, config: FlowConfig = FlowConfig
     wall0 = time.perf_counter()
     transfers = workload.transfers
     n = len(transfers)
-    klass, reps, mult = _classes(workload, config.aggregate)
+    # faults at a time reroute single transfers: no classes then (each transfer its own)
+    klass, reps, mult = _classes(workload, config.aggregate and not fabric.changes)
     members: list[list[int]] = [[] for _ in reps]
     for tid, k in enumerate(klass):
         members[k].append(tid)
@@ -347,6 +433,7 @@ def run_flow(fabric: Fabric, workload: Workload, config: FlowConfig = FlowConfig
 
     active = _Active()
     now, events, delivered = 0.0, 0, 0
+    changes, fault_events, hop_delta, planned_hop_bytes = list(fabric.changes), [], 0.0, 0.0
     while heap or len(active):
         events += 1
         if events > config.max_events:
@@ -354,7 +441,8 @@ def run_flow(fabric: Fabric, workload: Workload, config: FlowConfig = FlowConfig
         if active.dirty:
             active.reallocate(capacity, table)
         t_flow = now + float(np.min(active.left / active.rate)) if len(active) else np.inf
-        t_next = min(heap[0][0] if heap else np.inf, t_flow)
+        t_change = changes[len(fault_events)].at_s if len(fault_events) < len(changes) else np.inf
+        t_next = min(heap[0][0] if heap else np.inf, t_flow, t_change)
         if len(active):
             active.left -= active.rate * (t_next - now)
             drained = active.left <= config.done_fraction * active.bytes
@@ -370,6 +458,12 @@ def run_flow(fabric: Fabric, workload: Workload, config: FlowConfig = FlowConfig
                     seq += 1
                 active.keep(~drained)
         now = t_next
+        if t_change <= now:  # a fault strikes: before anything starts at this time
+            route_bytes, delta, event = _strike(changes[len(fault_events)], fabric, workload, table, plans,
+                                                np.isfinite(start), active, capacity, limits, route_bytes,
+                                                outstanding)
+            hop_delta += delta
+            fault_events.append(event)
         while heap and heap[0][0] <= now:
             _, _, kind, k = heapq.heappop(heap)
             if kind == _START:
@@ -381,6 +475,7 @@ def run_flow(fabric: Fabric, workload: Workload, config: FlowConfig = FlowConfig
                     continue
                 active.add(k, float(transfers[reps[k]].bytes), plan, mult[k])
                 outstanding[k] += len(plan.route_ids)
+                planned_hop_bytes += transfers[reps[k]].bytes * mult[k] * plan.mean_hops
             else:
                 finish[members[k]] = now
                 delivered += transfers[reps[k]].bytes * mult[k]
@@ -397,6 +492,8 @@ def run_flow(fabric: Fabric, workload: Workload, config: FlowConfig = FlowConfig
     injected = sum(t.bytes for t in transfers)
     hop_bytes = sum(transfers[r].bytes * mult[k] * plans[k].mean_hops
                     for k, r in enumerate(reps) if plans[k] is not None)
+    if fault_events:  # rerouted transfers: their bytes before the fault went over their old routes
+        hop_bytes = planned_hop_bytes + hop_delta
     invariants = {
         "all_transfers_finished": bool(np.all(np.isfinite(finish))),
         "bytes_conserved": delivered == injected,
@@ -408,7 +505,7 @@ def run_flow(fabric: Fabric, workload: Workload, config: FlowConfig = FlowConfig
                      bytes_injected=injected, bytes_delivered=delivered, channel_bytes=channel_bytes,
                      channel_busy_s=channel_bytes / np.array([c.rate_Bps for c in fabric.channels]),
                      channel_credit_stall_s=np.zeros(len(fabric.channels)), events=events,
-                     wall_s=time.perf_counter() - wall0, invariants=invariants)
+                     wall_s=time.perf_counter() - wall0, invariants=invariants, fault_events=fault_events)
 
 
 def _deps_respected(transfers, start: np.ndarray, finish: np.ndarray) -> bool:

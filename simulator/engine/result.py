@@ -40,6 +40,10 @@ class RunResult:
     wall_s: float = 0.0
     invariants: dict[str, bool] = field(default_factory=dict)
     """Name -> held, checked at the end of the run (bytes conserved, credits in range, ...)."""
+    fault_events: list[dict] = field(default_factory=list)
+    """Faults that struck during the run (flow engine, ``at:``): per time ``at_s``, ``faults``
+    (one line each), ``bytes_rerouted`` (bytes in flight moved to surviving routes) and
+    ``transfers_rerouted`` (transfers in flight or still to start given new routes)."""
 
     def utilization(self) -> np.ndarray:
         """Per channel: busy time / makespan (0..1)."""

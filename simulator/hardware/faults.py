@@ -15,7 +15,8 @@ do, but always with full names such as ``compute0.gpu1``):
 - ``ber``: the links run at bit error rate ``ber``; link-level retry (``hardware.retry``) turns it
   into an effective payload rate.
 
-Faults are static: they hold for the whole run (``at:`` is not modelled yet and is rejected).
+Without ``at`` a fault holds for the whole run. With ``at: 150us`` it strikes at that simulated
+time of every run (flow engine only; what happens to traffic in flight is in docs/faults.md).
 This module only describes faults; ``topology.faults`` applies them to a built fabric.
 """
 
@@ -24,6 +25,9 @@ from __future__ import annotations
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, model_validator
+
+from simulator.hardware.part import Seconds
+from simulator.units import format_seconds
 
 FaultKind = Literal["link_down", "degraded_width", "switch_down", "retimer_down", "ber"]
 FAULT_KINDS: tuple[str, ...] = FaultKind.__args__  # type: ignore[attr-defined]
@@ -64,14 +68,12 @@ class FaultSpec(BaseModel):
     """switch_down: switch devices that fail."""
     enclosure: Globs | None = None
     """switch_down: enclosures (trays) whose every device fails."""
-    at: Any = None
-    """Time the fault strikes during a run: not modelled yet (faults are static)."""
+    at: Seconds | None = Field(default=None, ge=0)
+    """Simulated time at which the fault strikes during each run (s; YAML may write '150us');
+    omitted: the fault holds for the whole run."""
 
     @model_validator(mode="after")
     def _keys_fit_kind(self) -> "FaultSpec":
-        if self.at is not None:
-            raise ValueError("'at' (a fault during the run) is not modelled yet; faults hold for the whole "
-                             "run: remove 'at'")
         given = {"lanes": self.lanes, "ber": self.ber, "device": self.device, "enclosure": self.enclosure,
                  "from": self.from_, "to": self.to, "links": self.links}
         for key, value in given.items():
@@ -91,9 +93,10 @@ class FaultSpec(BaseModel):
         parts = [self.kind]
         for key, value in (("from", self.from_), ("to", self.to), ("device", self.device),
                            ("enclosure", self.enclosure), ("links", self.links), ("lanes", self.lanes),
-                           ("ber", self.ber)):
+                           ("ber", self.ber), ("at", self.at)):
             if value is not None:
-                shown = "|".join(value) if isinstance(value, list) else f"{value:g}" if isinstance(value, float) else value
+                shown = "|".join(value) if isinstance(value, list) else format_seconds(value) if key == "at" else \
+                    f"{value:g}" if isinstance(value, float) else value
                 parts.append(f"{key}={shown}")
         return " ".join(str(p) for p in parts)
 

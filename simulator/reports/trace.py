@@ -4,8 +4,9 @@ An ``EngineObserver``: one process per node, one thread per outgoing channel. Pa
 packet serialization is a complete ("X") slice on its channel's thread; the sender's credits and
 the receive buffer's queue depth are counter ("C") tracks. Flow engine (``flow_run``, called by
 ``engine.dispatch.simulate`` after the run): every transfer is an async slice on its sender, from
-start to finish, and every link a utilization counter (``metrics.link_timeline``: transfers at
-their mean rate, exact for steady collectives; shown clipped at 100 %). Timestamps are
+start to finish, every link a utilization counter (``metrics.link_timeline``: transfers at
+their mean rate, exact for steady collectives; shown clipped at 100 %), and every fault that
+struck during the run (``at:``) a global instant ("i") event with the bytes it rerouted. Timestamps are
 microseconds of simulated time, as the format requires. Open the file at https://ui.perfetto.dev
 or chrome://tracing.
 
@@ -158,6 +159,11 @@ class TraceWriter(EngineObserver):
                 percent = min(100.0, 100.0 * step.load_Bps / fabric.channels[step.channel].rate_Bps)
                 self.events.append({"ph": "C", "name": f"utilization {label}", "pid": pid, "ts": self._us(step.t_s),
                                     "args": {"percent": round(percent, 3)}})
+        for event in result.fault_events:  # faults that struck during the run (``at:``)
+            self.events.append({"ph": "i", "s": "g", "name": "fault: " + "; ".join(event["faults"]), "pid": 0,
+                                "tid": 0, "ts": self._us(event["at_s"]),
+                                "args": {"bytes_rerouted": event["bytes_rerouted"],
+                                         "transfers_rerouted": event["transfers_rerouted"]}})
         self._ids += len(workload.transfers)
         self.run_finished(result)
 

@@ -174,11 +174,13 @@ def run_scenario(scenario: ScenarioModel, topologies: list[Path],
                  observer: EngineObserver | None = None, faults: Sequence[FaultSpec] = (),
                  locate_fault: ErrorAt | None = None,
                  on_plan: Callable[[str, str, SweepPlan], None] | None = None) -> list[SystemResult]:
-    """Every workload item on every topology, in file order. With ``faults`` (``run --fault``)
-    each topology runs twice, healthy and with the faults, as two systems side by side.
+    """Every workload item on every topology, in file order. With faults (the scenario's
+    ``faults:``, then ``faults`` from ``run --fault``) each topology runs twice, healthy and with
+    the faults, as two systems side by side.
     ``on_plan(system, item, plan)`` hears each size sweep's engine and estimated cost before it runs."""
     packet = PacketConfig(seed=scenario.seed, **({"packet_bytes": scenario.packet_bytes}
                                                   if scenario.packet_bytes else {}))
+    faults, locate_fault = scenario_faults(scenario, faults, locate_fault)
     if faults:
         fabrics = []
         for topo in topologies:
@@ -210,6 +212,26 @@ def run_scenario(scenario: ScenarioModel, topologies: list[Path],
                 on_row(fabric.name, row)
         systems.append(system)
     return systems
+
+
+def scenario_faults(scenario: ScenarioModel, flags: Sequence[FaultSpec] = (),
+                    locate_flag: ErrorAt | None = None) -> tuple[list[FaultSpec], ErrorAt | None]:
+    """The scenario's ``faults:`` followed by ``flags`` (``--fault``), and where an error about the
+    i-th of them belongs: the scenario file's FILE:LINE for its own, ``locate_flag`` for the rest."""
+    own = list(scenario.faults)
+    if not own:
+        return list(flags), locate_flag
+    sources = scenario._sources
+
+    def locate(i: int, key: str | None, message: str) -> InputError:
+        if i >= len(own) and locate_flag is not None:
+            return locate_flag(i - len(own), key, message)
+        path = ("faults", i) + ((key,) if key else ())
+        if sources is not None and i < len(own):
+            return sources.error(path, message)
+        return InputError(message, field=".".join(map(str, path)))
+
+    return own + list(flags), locate
 
 
 def _common_engine(fabrics: list[Fabric], item, scenario: ScenarioModel, prebuilt: dict) -> str:

@@ -87,6 +87,9 @@ def run_one(fabric: Fabric, workload: Workload, spec: SweepSpec,
         pJ_per_byte=energy.pJ_per_byte if result.bytes_delivered else None,
         dynamic_J=dict(energy.dynamic_J), busiest_link=busiest_link(fabric, result),
     )
+    if fabric.changes:  # faults during the run (flow engine): what they moved
+        row.update(faults_struck=len(result.fault_events),
+                   rerouted_B=sum(e["bytes_rerouted"] for e in result.fault_events))
     return row, result
 
 

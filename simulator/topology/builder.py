@@ -20,7 +20,7 @@ from simulator.hardware.faults import FaultSpec
 from simulator.hardware.catalog import (CablePart, Catalog, DevicePart, HardwareError, LinkGeneration,
                                         RetimerPart, check_retimers, load_catalog)
 from simulator.topology.fabric import Channel, CreditSpec, Fabric, Node, SwitchScheduling
-from simulator.topology.faults import ErrorAt, apply_faults
+from simulator.topology.faults import ErrorAt, apply_faults, timed_faults
 from simulator.topology.loader import Path_, SourceMap
 from simulator.topology.patterns import pairs, select
 from simulator.topology.schema import DeviceSpec, LinkSpec, TopologyModel
@@ -79,10 +79,13 @@ def build_fabric(model_or_path: TopologyModel | str | Path, faults: Sequence[Fau
     fabric.warnings.extend(warnings)
     if healthy:
         return fabric
-    fabric = apply_faults(fabric, model.faults, lambda i, key, msg: sources.error(
-        ("faults", i) + ((key,) if key else ()), msg))
-    return apply_faults(fabric, list(faults), locate_fault or (lambda i, key, msg: InputError(
-        f"{faults[i].describe()}: {msg}", field="--fault")))
+    in_file: ErrorAt = lambda i, key, msg: sources.error(("faults", i) + ((key,) if key else ()), msg)
+    in_flags: ErrorAt = locate_fault or (lambda i, key, msg: InputError(f"{faults[i].describe()}: {msg}",
+                                                                         field="--fault"))
+    fabric = apply_faults(fabric, model.faults, in_file)
+    fabric = apply_faults(fabric, list(faults), in_flags)
+    return timed_faults(fabric, [(f, i, in_file) for i, f in enumerate(model.faults)] +
+                        [(f, i, in_flags) for i, f in enumerate(faults)])
 
 
 # --- catalog -------------------------------------------------------------------------------------

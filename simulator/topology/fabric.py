@@ -146,6 +146,9 @@ class Fabric:
     warnings: list[str] = field(default_factory=list)
     faults: list[str] = field(default_factory=list)
     """The faults applied to this fabric, one line each (``topology.faults``); empty when healthy."""
+    changes: list = field(default_factory=list)
+    """Faults that strike during a run (``at:``), as ``topology.faults.FabricChange`` in time order:
+    the flow engine switches to each one's surviving fabric at its time."""
     route_cache: dict = field(default_factory=dict, repr=False, compare=False)
     """(src, dst) -> routes; filled lazily by ``topology.routing``."""
 

@@ -9,6 +9,10 @@ rate; a link with a bit error rate moves its payload rate times the go-back-N re
 (``hardware.retry``). Faults are applied in file order, bit error rates last (so they see the
 width a link trained at). A fault that matches nothing is an input error. A failed device's
 static power is still counted (assumption: a failed chip stays powered until serviced).
+
+A fault with ``at`` is not applied here but by ``timed_faults``: for each time at which faults
+strike, the fabric that survives every fault up to then (a ``FabricChange``), with its channels
+mapped back to the run's channel ids; the flow engine switches to it at that time.
 """
 
 from __future__ import annotations
@@ -18,11 +22,13 @@ from fnmatch import fnmatchcase
 from typing import Callable, Sequence
 
 import networkx as nx
+import numpy as np
 
 from simulator.errors import InputError
 from simulator.hardware.faults import FaultSpec
 from simulator.hardware.retry import retry_parts, retry_point
 from simulator.topology.fabric import Channel, Fabric
+from simulator.units import format_seconds
 
 ErrorAt = Callable[[int, str | None, str], InputError]
 """(fault index, key or None, message) -> the error to raise, located where the fault was written."""
@@ -41,18 +47,20 @@ def _shown(names: Sequence[str], limit: int = 6) -> str:
 
 def apply_faults(fabric: Fabric, faults: Sequence[FaultSpec], error_at: ErrorAt) -> Fabric:
     """A new fabric with ``faults`` applied (``fabric`` is left as it was); no faults: ``fabric``."""
-    if not faults:
+    if not any(f.at is None for f in faults):
         return fabric
     alive: dict[int, Channel] = {c.id: c for c in fabric.channels}
     removed: set[str] = set()
     for i, fault in enumerate(faults):
+        if fault.at is not None:
+            continue  # strikes during the run: timed_faults
         if fault.kind == "switch_down":
             removed |= _switches(fabric, fault, i, error_at, removed)
             alive = {k: c for k, c in alive.items() if c.src not in removed and c.dst not in removed}
         elif fault.kind != "ber":
             _link_fault(fault, i, _links(alive, fault, i, error_at, fabric), alive, error_at)
     for i, fault in enumerate(faults):
-        if fault.kind == "ber":
+        if fault.kind == "ber" and fault.at is None:
             for chans in _links(alive, fault, i, error_at, fabric).values():
                 for c in chans:
                     alive[c.id] = _with_ber(c, fault.ber or 0.0)
@@ -61,8 +69,48 @@ def apply_faults(fabric: Fabric, faults: Sequence[FaultSpec], error_at: ErrorAt)
     channels = [dataclasses.replace(c, id=k) for k, c in enumerate(kept)]
     out = Fabric.from_parts(fabric.name, nodes, channels, fabric.static_power_W)
     out.warnings.extend(fabric.warnings)
-    out.faults.extend(f.describe() for f in faults)
+    out.faults.extend(fabric.faults)
+    out.faults.extend(f.describe() for f in faults if f.at is None)
     out.warnings.extend(_split_warning(out))
+    return out
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class FabricChange:
+    """Faults striking at one time of a run and the fabric that survives them."""
+
+    at_s: float
+    """Simulated time the faults strike (s)."""
+    faults: tuple[str, ...]
+    """The faults striking now, one line each."""
+    fabric: Fabric
+    """What survives every fault up to now (routes of later transfers are planned on it)."""
+    original_id: np.ndarray
+    """Channel id in ``fabric`` -> id of the same channel in the fabric the run started on."""
+
+
+def timed_faults(fabric: Fabric, faults: Sequence[tuple[FaultSpec, int, ErrorAt]]) -> Fabric:
+    """``fabric`` (left as it was) with ``changes`` for the faults that have an ``at`` (each with its
+    index and where its errors belong), checked now so that a bad one fails before any run."""
+    timed = sorted((f.at, k) for k, (f, _, _) in enumerate(faults) if f.at is not None)
+    if not timed:
+        return fabric
+    out = dataclasses.replace(fabric, faults=list(fabric.faults), warnings=list(fabric.warnings), changes=[])
+    key = {(c.src, c.dst, c.link): c.id for c in fabric.channels}
+    for at_s in sorted({at for at, _ in timed}):
+        upto = [k for at, k in timed if at <= at_s]
+        specs = [faults[k][0].model_copy(update={"at": None}) for k in upto]
+
+        def error_at(j: int, field: str | None, message: str, upto=upto) -> InputError:
+            spec, i, locate = faults[upto[j]]
+            return locate(i, field, message)
+
+        after = apply_faults(fabric, specs, error_at)
+        original = np.array([key[(c.src, c.dst, c.link)] for c in after.channels], dtype=np.int64)
+        now = tuple(faults[k][0].describe() for at, k in timed if at == at_s)
+        out.changes.append(FabricChange(at_s, now, after, original))
+        out.faults.extend(now)
+        out.warnings.extend(f"from {format_seconds(at_s)} on: {w}" for w in after.warnings if w not in fabric.warnings)
     return out
 
 

@@ -5,7 +5,9 @@ relay through a GPU without a kernel doing it; the workloads model such relays a
 transfers); hosts may (a root complex forwards PCIe peer-to-peer between its ports). Among shortest node paths (fewest hops), parallel links between the same two
 nodes are dealt out diagonally: path *j* uses parallel link *j mod k* at each hop, so the set of
 paths touches every parallel link once and no product explosion occurs (HGX H100: 5+4+4+5 = 18
-paths GPU to GPU; GB200 NVL72: one per switch chip, 18).
+paths GPU to GPU; GB200 NVL72: one per switch chip, 18). When the bundles along a path differ in
+width some links serve two routes; ``route_weights`` says how to split traffic so they carry no
+more than the others.
 
 Two nodes joined by an NVLink-only path are routed over NVLink only (``PREFERRED_FABRICS``), as
 NCCL's P2P transport does: a shared PCIe switch would otherwise offer a 2-hop GPU-to-GPU path as
@@ -191,6 +193,21 @@ def _shortest_node_paths(index: _Index, src: int, dst: int) -> list[list[int]]:
 
     walk([src])
     return paths
+
+
+def route_weights(routes: tuple[Route, ...] | list[Route]) -> np.ndarray:
+    """Relative share of traffic each route should carry so that no link of the set carries more
+    than another's worth (1 for every route when each link is used equally). Dealing parallel links
+    diagonally gives every link one route when the bundles of a path are equally wide; when they
+    are not (HGX GPU 0 with 4 of its 5 links to a switch left: 5 routes over 4 links), a link used
+    by u routes gets 1/u on each, so a route's weight is 1 / (most routes sharing any of its links).
+    The flow engine splits a transfer's bytes in proportion to rate x weight."""
+    uses: dict[int, int] = {}
+    for r in routes:
+        for c in r:
+            uses[c] = uses.get(c, 0) + 1
+    weights = np.array([1.0 / max((uses[c] for c in r), default=1) for r in routes])
+    return weights / weights.max() if len(weights) else weights
 
 
 def route_latency_s(fabric: Fabric, route: Route) -> float:

@@ -25,7 +25,8 @@ COPIES = ("h2d", "d2h", "p2p")
 
 
 def nearest_host(fabric: Fabric, gpu: str) -> str:
-    """The ``host`` node fewest links away from ``gpu`` (ties: by name)."""
+    """The ``host`` node fewest links away from ``gpu`` (ties: by name), over paths that pass only
+    through nodes that forward (switches, root complexes: never another GPU, as routes do)."""
     seen, frontier = {gpu}, deque([gpu])
     while frontier:
         level = sorted(frontier)
@@ -34,11 +35,14 @@ def nearest_host(fabric: Fabric, gpu: str) -> str:
         if hosts:
             return hosts[0]
         for u in level:
+            if u != gpu and fabric.nodes[u].kind == "gpu":
+                continue  # a GPU ends a path: it does not relay
             for v in sorted(set(fabric.graph.succ[u]) | set(fabric.graph.pred[u])):
                 if v not in seen:
                     seen.add(v)
                     frontier.append(v)
-    raise InputError(f"{gpu} of {fabric.name} has no host (node of kind 'host') to copy from", field="gpus")
+    hint = f" (faults: {'; '.join(fabric.faults)})" if fabric.faults else ""
+    raise InputError(f"{gpu} of {fabric.name} has no host (node of kind 'host') to copy from{hint}", field="gpus")
 
 
 def build_copy(fabric: Fabric, kind: str, gpus: list[str] | tuple[str, ...], nbytes: int) -> Workload:

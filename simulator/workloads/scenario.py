@@ -24,6 +24,7 @@ from typing import Annotated, Any, Literal, Union
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, model_validator
 
 from simulator.errors import InputError, raise_all
+from simulator.hardware.faults import FaultSpec
 from simulator.topology.fabric import Fabric
 from simulator.topology.loader import load_yaml
 from simulator.topology.validate import validate_model
@@ -184,6 +185,9 @@ class ScenarioModel(_Item):
     """Items run one after another, each alone on the fabric."""
     jobs: list[JobItem] = []
     """Jobs run concurrently on the same fabric; each is also run alone to report its slowdown."""
+    faults: list[FaultSpec] = []
+    """Faults (as in a topology's ``faults:``, docs/faults.md) applied to every topology: each then
+    runs healthy and degraded, side by side (as ``run --fault``)."""
     _sources: Any = PrivateAttr(default=None)
     """Where each value was written (a SourceMap), so checks against a topology name FILE:LINE."""
 

@@ -20,7 +20,7 @@ from simulator.engine.transfer import Transfer, Workload
 from simulator.errors import InputError
 from simulator.hardware.protocols import IDEAL, Protocol, ProtocolTable
 from simulator.topology.fabric import Fabric
-from simulator.topology.routing import Route, equal_cost_routes, route_latency_s
+from simulator.topology.routing import Route, equal_cost_routes, route_latency_s, route_weights
 from simulator.workloads.collectives.gpu_side import GpuSide
 
 Granularity = Literal["steady", "chunked"]
@@ -187,8 +187,11 @@ def channel_paths(fabric: Fabric, src: str, dst: str, channel: int, channels: in
     are more channels), so together the channels use every parallel link and switch plane equally.
     Otherwise each channel spreads over every route, as a GPU's traffic hashes over all NVSwitch
     planes: dealing 18 routes to 16 channels would put two channels' worth on some links and one
-    on others."""
+    on others. So do routes that share links unevenly (``route_weights``: a bundle that lost a
+    link), whose bytes the engine then splits by weight."""
     routes = equal_cost_routes(fabric, src, dst)
+    if route_weights(routes).min() < 1:  # some links serve two routes (a bundle lost a link): spread
+        return routes
     if channels <= len(routes) and len(routes) % channels == 0:
         return routes[channel::channels]
     if channels > len(routes) and channels % len(routes) == 0:
