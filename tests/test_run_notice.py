@@ -83,7 +83,18 @@ def test_run_announces_each_size_sweep_with_system_and_workload(tmp_path):
     scenario = tmp_path / "s.yaml"
     scenario.write_text(f"name: t\ntopologies: [{ROOT / 'topologies' / 'teaching.yaml'}]\nengine: auto\n"
                         "workloads:\n  - {kind: collective, name: ar, op: all_reduce, sizes: 1M}\n")
-    result = runner.invoke(app, ["run", str(scenario)])
+    result = runner.invoke(app, ["run", str(scenario)], env={"COLUMNS": "200"})
     assert result.exit_code == 0, result.output
     (line,) = [x for x in result.stderr.splitlines() if "packet-hops" in x]
     assert line.startswith("teaching, ar: auto: packet engine (largest size ")
+
+
+def test_announcements_wrap_at_words_in_80_columns(tmp_path):
+    """The notice is wrapped by words to the terminal, never cut."""
+    result = runner.invoke(app, ["bench", str(ROOT / "topologies" / "hgx_h200.yaml"), "--gpus", "2",
+                                 "--sizes", "1G", "--engine", "auto"], env={"COLUMNS": "80"})
+    assert result.exit_code == 0, result.output
+    lines = [x for x in result.stderr.splitlines() if x.strip()]
+    text = " ".join(x.strip() for x in lines)
+    assert "packet-hops, over the 300,000 budget" in text
+    assert max(len(x) for x in lines) <= 80

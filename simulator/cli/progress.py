@@ -38,7 +38,7 @@ class SweepProgress:
         """Announce ``plan``; start the bar if the sweep is long enough to need one."""
         line = plan_line(plan)
         if line:
-            self.console.print(line, highlight=False, soft_wrap=True)
+            self.console.print(line, highlight=False)
         if not self.console.is_terminal or not (plan.slow or len(plan.sizes) >= MANY_SIZES):
             return
         from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
@@ -66,5 +66,5 @@ def announcer(console: Console):
     def announce(system: str, item: str, plan: SweepPlan) -> None:
         line = plan_line(plan)
         if line:
-            console.print(f"{system}, {item}: {line}", highlight=False, soft_wrap=True)
+            console.print(f"{system}, {item}: {line}", highlight=False)
     return announce
