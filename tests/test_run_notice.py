@@ -98,3 +98,50 @@ def test_announcements_wrap_at_words_in_80_columns(tmp_path):
     text = " ".join(x.strip() for x in lines)
     assert "packet-hops, over the 300,000 budget" in text
     assert max(len(x) for x in lines) <= 80
+
+
+def test_packet_runs_report_their_hops_without_changing_the_run():
+    """``progress`` sees a packet-engine run now and then (a bar for one long run) and leaves it
+    exactly as it was: same times, same event count."""
+    from simulator.engine.dispatch import simulate
+    from simulator.runner.sweeps import SweepSpec, build_workload, _packet_config
+    from simulator.topology.builder import build_fabric
+
+    fabric = build_fabric(ROOT / "topologies" / "hgx_h100.yaml")
+    spec = SweepSpec(op="all_reduce", gpus=8, sizes=(4 << 20,), engine="packet")
+    workload = build_workload(fabric, spec, 4 << 20)
+    packet = _packet_config(fabric, spec)
+    seen: list[int] = []
+    plain = simulate(fabric, workload, engine="packet", packet=packet)
+    watched = simulate(fabric, workload, engine="packet", packet=packet, progress=seen.append)
+    assert watched.makespan_s == plain.makespan_s and watched.events == plain.events
+    assert list(watched.finish_s) == list(plain.finish_s)
+    assert len(seen) >= 5 and seen == sorted(seen) and seen[0] < seen[-1]
+
+
+def test_scenario_status_follows_a_packet_run_in_percent(tmp_path):
+    """run/compare: the status line names system, workload and size, and how far a packet-engine
+    run is through its estimated packet-hops."""
+    from simulator.cli.progress import ScenarioStatus
+    from simulator.runner.scenario_run import run_scenario
+    from simulator.workloads.scenario import load_scenario
+
+    scenario = tmp_path / "s.yaml"
+    scenario.write_text(f"name: t\ntopologies: [{ROOT / 'topologies' / 'hgx_h100.yaml'}]\nengine: packet\n"
+                        "workloads:\n  - {kind: collective, name: ar, op: all_reduce, gpus: 8, sizes: 4M}\n")
+
+    class Status:
+        def __init__(self):
+            self.lines = []
+
+        def update(self, text):
+            self.lines.append(text)
+
+    status = Status()
+    shown = ScenarioStatus(Console(file=io.StringIO()), status)
+    model, topologies = load_scenario(scenario)
+    run_scenario(model, topologies, on_plan=shown.plan, on_hops=shown.hops, on_row=shown.row)
+    progress = [x for x in status.lines if "% of ~" in x]
+    assert progress and all(x.startswith("HGX H100: ar, 4 MiB") for x in progress)
+    percents = [int(x.split("% of")[0].rsplit(" ", 1)[1]) for x in progress]
+    assert percents == sorted(percents) and percents[-1] > 50

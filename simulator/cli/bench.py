@@ -102,7 +102,7 @@ def register(app: typer.Typer) -> None:
         from simulator.cli.progress import SweepProgress
 
         with SweepProgress(Console(stderr=True), f"{op} on {spec.gpus} GPUs") as progress:
-            rows = sweep(fabric, spec, on_row=progress.row, on_plan=progress.plan, **kwargs)
+            rows = sweep(fabric, spec, on_row=progress.row, on_plan=progress.plan, on_hops=progress.hops, **kwargs)
         from simulator.cli.common import topology_path
 
         inputs = [str(topology_path(topology))]

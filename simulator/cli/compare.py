@@ -50,15 +50,15 @@ def register(app: typer.Typer) -> None:
             model = model.model_copy(update={"topologies": topologies, "engine": engine})
         else:
             model = op_scenario(topologies, op, sizes, gpus, engine)
-        from simulator.cli.progress import announcer
+        from simulator.cli.progress import ScenarioStatus
 
         specs, locate = fault_specs(fault or [])
 
         console = Console(stderr=True)
         with console.status("simulating") as status:
-            systems = run_scenario(model, [Path(t) for t in topologies], on_plan=announcer(console),
-                                   faults=specs, locate_fault=locate,
-                                   on_row=lambda name, row: status.update(f"{name}: {row['workload']}"))
+            shown = ScenarioStatus(console, status)
+            systems = run_scenario(model, [Path(t) for t in topologies], on_plan=shown.plan, on_hops=shown.hops,
+                                   faults=specs, locate_fault=locate, on_row=shown.row)
         print_scenario(model, systems, report_console(stderr=json_path == "-"))
         inputs = [*topologies, *([scenario] if scenario else [])]
         if json_path:

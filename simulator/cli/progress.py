@@ -2,8 +2,8 @@
 
 The bar appears when the sweep has several sizes or is estimated to run longer than
 ``runner.estimate.SLOW_RUN_S``, and only on a terminal. It advances by each size's share of the
-estimated work (packet-hops on the packet engine, one step per size on the flow engine); a spinner
-and the elapsed time keep moving while one long run is in the engine.
+estimated work (packet-hops on the packet engine, one step per size on the flow engine); during a
+packet-engine run it follows the packet-hops the engine reports, so one long run moves it too.
 """
 
 from __future__ import annotations
@@ -11,6 +11,7 @@ from __future__ import annotations
 from rich.console import Console
 
 from simulator.reports.run_notice import duration, plan_line
+from simulator.units import format_bytes
 from simulator.runner.estimate import SweepPlan
 
 MANY_SIZES = 4
@@ -26,6 +27,8 @@ class SweepProgress:
         self.progress = None
         self.task = None
         self.weights: dict[int, int] = {}
+        self.finished = 0
+        """Estimated work of the sizes already done."""
 
     def __enter__(self) -> "SweepProgress":
         return self
@@ -53,11 +56,18 @@ class SweepProgress:
         self.task = self.progress.add_task(f"{self.title} ({plan.engine} engine)", total=sum(self.weights.values()),
                                            done=0, sizes=len(plan.sizes))
 
+    def hops(self, size: int, packet_hops: int) -> None:
+        """Packet-hops so far of the run of ``size``: the bar moves within that size's share."""
+        if self.progress is not None:
+            share = self.weights.get(size, 1)
+            self.progress.update(self.task, completed=self.finished + min(packet_hops, share))
+
     def row(self, row: dict) -> None:
         """One size finished."""
         if self.progress is not None:
+            self.finished += self.weights.get(row["bytes"], 1)
             done = self.progress.tasks[0].fields["done"] + 1
-            self.progress.update(self.task, advance=self.weights.get(row["bytes"], 1), done=done)
+            self.progress.update(self.task, completed=self.finished, done=done)
 
 
 def announcer(console: Console):
@@ -68,3 +78,27 @@ def announcer(console: Console):
         if line:
             console.print(f"{system}, {item}: {line}", highlight=False)
     return announce
+
+
+class ScenarioStatus:
+    """``on_plan``, ``on_hops`` and ``on_row`` of ``runner.scenario_run.run_scenario`` on a rich
+    status line: each sweep's announcement, then which system and workload runs and, during a
+    packet-engine run, how far it is through its estimated packet-hops."""
+
+    def __init__(self, console: Console, status) -> None:
+        self.announce = announcer(console)
+        self.status = status
+        self.estimates: dict[tuple[str, str, int], int] = {}
+
+    def plan(self, system: str, item: str, plan: SweepPlan) -> None:
+        self.announce(system, item, plan)
+        for size, hops in zip(plan.sizes, plan.packet_hops):
+            self.estimates[(system, item, size)] = hops
+
+    def hops(self, system: str, item: str, size: int, packet_hops: int) -> None:
+        total = self.estimates.get((system, item, size))
+        share = f" {min(99, round(100 * packet_hops / total))}% of ~{total:,} packet-hops" if total else ""
+        self.status.update(f"{system}: {item}, {format_bytes(size)}{share}")
+
+    def row(self, system: str, row: dict) -> None:
+        self.status.update(f"{system}: {row['workload']}")

@@ -42,11 +42,11 @@ def register(app: typer.Typer) -> None:
             observer = TraceWriter(path=trace, inputs=inputs)
         console = Console(stderr=True)
         with console.status(f"running {model.name}") as status:
-            from simulator.cli.progress import announcer
+            from simulator.cli.progress import ScenarioStatus
 
+            shown = ScenarioStatus(console, status)
             systems = run_scenario(model, topologies, observer=observer, faults=specs, locate_fault=locate,
-                                   on_plan=announcer(console),
-                                   on_row=lambda sysname, row: status.update(f"{sysname}: {row['workload']}"))
+                                   on_plan=shown.plan, on_hops=shown.hops, on_row=shown.row)
         print_scenario(model, systems, report_console(stderr=json_path == "-"))
         payload = {"scenario": model.name, "systems": [s.as_dict() for s in systems]}
         if json_path:

@@ -8,6 +8,7 @@ each transfer / packet size x hops of its first route.
 from __future__ import annotations
 
 from dataclasses import replace
+from collections.abc import Callable
 from typing import Literal
 
 from simulator.engine.flow import FlowConfig, run_flow
@@ -59,8 +60,10 @@ def choose_engine(fabric: Fabric, workload: Workload, packet: PacketConfig) -> s
 
 def simulate(fabric: Fabric, workload: Workload, engine: EngineName = "auto",
              packet: PacketConfig | None = None, flow: FlowConfig | None = None,
-             observer: EngineObserver | None = None, seed: int | None = None) -> RunResult:
-    """Run ``workload`` on ``fabric`` with the chosen engine (``auto``: see module docstring)."""
+             observer: EngineObserver | None = None, seed: int | None = None,
+             progress: Callable[[int], None] | None = None) -> RunResult:
+    """Run ``workload`` on ``fabric`` with the chosen engine (``auto``: see module docstring).
+    ``progress(packet_hops)``: called now and then during a packet-engine run."""
     if engine not in ENGINES:
         raise InputError(f"unknown engine {engine!r}; choose one of {', '.join(ENGINES)}", field="engine")
     packet = packet or PacketConfig()
@@ -71,7 +74,7 @@ def simulate(fabric: Fabric, workload: Workload, engine: EngineName = "auto",
     if engine == "packet":
         if fabric.changes:
             raise InputError(PACKET_TIMED_FAULTS)
-        return run_packet(fabric, workload, packet, observer)
+        return run_packet(fabric, workload, packet, observer, progress=progress)
     result = run_flow(fabric, workload, flow or FlowConfig())
     flow_seen = getattr(observer, "flow_run", None)  # the flow engine has no per-event hooks:
     if flow_seen is not None:  # an observer that can use the whole run gets it afterwards

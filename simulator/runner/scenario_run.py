@@ -173,11 +173,13 @@ def run_scenario(scenario: ScenarioModel, topologies: list[Path],
                  on_row: Callable[[str, dict], None] | None = None,
                  observer: EngineObserver | None = None, faults: Sequence[FaultSpec] = (),
                  locate_fault: ErrorAt | None = None,
-                 on_plan: Callable[[str, str, SweepPlan], None] | None = None) -> list[SystemResult]:
+                 on_plan: Callable[[str, str, SweepPlan], None] | None = None,
+                 on_hops: Callable[[str, str, int, int], None] | None = None) -> list[SystemResult]:
     """Every workload item on every topology, in file order. With faults (the scenario's
     ``faults:``, then ``faults`` from ``run --fault``) each topology runs twice, healthy and with
     the faults, as two systems side by side.
-    ``on_plan(system, item, plan)`` hears each size sweep's engine and estimated cost before it runs."""
+    ``on_plan(system, item, plan)`` hears each size sweep's engine and estimated cost before it runs,
+    ``on_hops(system, item, size, packet_hops)`` a packet-engine run's progress now and then."""
     packet = PacketConfig(seed=scenario.seed, **({"packet_bytes": scenario.packet_bytes}
                                                   if scenario.packet_bytes else {}))
     faults, locate_fault = scenario_faults(scenario, faults, locate_fault)
@@ -203,7 +205,9 @@ def run_scenario(scenario: ScenarioModel, topologies: list[Path],
         for item in scenario.workloads:
             one = scenario.model_copy(update={"engine": engines[id(item)]})
             plan = (lambda p, name=fabric.name, item=item.name: on_plan(name, item, p)) if on_plan else None
-            rows += _item_rows(fabric, item, one, packet, observer, prebuilt.get((index, id(item))), plan)
+            hops = (lambda size, done, name=fabric.name, item=item.name: on_hops(name, item, size, done)) \
+                if on_hops else None
+            rows += _item_rows(fabric, item, one, packet, observer, prebuilt.get((index, id(item))), plan, hops)
         if scenario.jobs:
             rows += job_rows(fabric, scenario, packet)
         for row in rows:
@@ -256,13 +260,14 @@ def _common_engine(fabrics: list[Fabric], item, scenario: ScenarioModel, prebuil
 
 def _item_rows(fabric: Fabric, item, scenario: ScenarioModel, packet: PacketConfig,
                observer: EngineObserver | None, built: dict | None = None,
-               on_plan: Callable[[SweepPlan], None] | None = None) -> list[dict]:
+               on_plan: Callable[[SweepPlan], None] | None = None,
+               on_hops: Callable[[int, int], None] | None = None) -> list[dict]:
     if isinstance(item, (CollectiveItem, CopyItem)):
         spec = SweepSpec(op=item.op, gpus=item.gpus or len(fabric.gpus), sizes=tuple(size_list(item.sizes)),
                          algo=getattr(item, "algo", "auto"), protocol=getattr(item, "protocol", "auto"),
                          channels=getattr(item, "channels", None), engine=scenario.engine, packet_bytes=scenario.packet_bytes, seed=scenario.seed)
         return [{"workload": item.name, "kind": item.kind, "op": item.op, "gpus": spec.gpus, **row}
-                for row in sweep(fabric, spec, observer=observer, built=built, on_plan=on_plan)]
+                for row in sweep(fabric, spec, observer=observer, built=built, on_plan=on_plan, on_hops=on_hops)]
     if isinstance(item, ChakraItem):
         return [chakra_row(fabric, item, scenario.engine, packet, observer)]
     return [attention_row(fabric, item, scenario.engine, packet, observer)]

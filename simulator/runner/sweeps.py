@@ -71,10 +71,13 @@ def build_workload(fabric: Fabric, spec: SweepSpec, nbytes: int) -> Workload:
 
 
 def run_one(fabric: Fabric, workload: Workload, spec: SweepSpec,
-            observer: EngineObserver | None = None) -> tuple[dict, RunResult]:
-    """Simulate one workload; its row and the raw result (``observer`` sees packet-engine runs)."""
+            observer: EngineObserver | None = None,
+            progress: Callable[[int], None] | None = None) -> tuple[dict, RunResult]:
+    """Simulate one workload; its row and the raw result (``observer`` sees packet-engine runs,
+    ``progress`` gets their packet-hops so far now and then)."""
     packet = _packet_config(fabric, spec).with_switch(spec.switch)
-    result = simulate(fabric, workload, engine=spec.engine, packet=packet, flow=FlowConfig(), observer=observer)
+    result = simulate(fabric, workload, engine=spec.engine, packet=packet, flow=FlowConfig(), observer=observer,
+                      progress=progress)
     energy = energy_report(fabric, result)
     row = nccl_row(workload, result).as_dict()
     latency = result.packet_latency_s
@@ -125,8 +128,10 @@ def sweep(fabric: Fabric, spec: SweepSpec, on_row: Callable[[dict], None] | None
           observer: EngineObserver | None = None,
           on_result: Callable[[Workload, RunResult], None] | None = None,
           built: dict[int, Workload] | None = None,
-          on_plan: Callable[[SweepPlan], None] | None = None) -> list[dict]:
+          on_plan: Callable[[SweepPlan], None] | None = None,
+          on_hops: Callable[[int, int], None] | None = None) -> list[dict]:
     """One row per size, in size order; ``on_row`` is called after each (progress bars),
+    ``on_hops(size, packet_hops)`` now and then during a packet-engine run,
     ``on_result`` with the raw run (plots that need per-channel data), ``on_plan`` once before the
     first run with the engine and estimated cost (every size is built first for it).
     ``engine="auto"`` picks one engine for the whole sweep, by its largest size, so rows of one
@@ -144,7 +149,8 @@ def sweep(fabric: Fabric, spec: SweepSpec, on_row: Callable[[dict], None] | None
         spec = replace(spec, engine=sweep_engine(fabric, spec, built))
     for nbytes in spec.sizes:
         workload = built.pop(nbytes, None) or build_workload(fabric, spec, nbytes)
-        row, result = run_one(fabric, workload, spec, observer)
+        hops = (lambda done, size=nbytes: on_hops(size, done)) if on_hops else None
+        row, result = run_one(fabric, workload, spec, observer, hops)
         rows.append(row)
         if on_row:
             on_row(row)

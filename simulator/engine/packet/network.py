@@ -42,12 +42,23 @@ PACE_PACKETS = 8
 """Packets a rate-limited transfer hands to its injectors at a time (its pacing unit)."""
 
 
+WATCHDOG_RTTS = 1000
+"""The watchdog's no-progress time in worst credit round trips (``auto_watchdog_interval_s``)."""
+PROGRESS_RTTS = 20
+"""Simulated time between two progress reports, in worst credit round trips (a few hundred
+reports per run of a collective, each summing every port's packets)."""
+
+
 class PacketNetwork:
     """One run of the packet engine over ``fabric`` (build once, ``run`` once)."""
 
     def __init__(self, fabric: Fabric, workload: Workload, config: PacketConfig,
-                 observer=None, faults=None) -> None:
+                 observer=None, faults=None, progress=None) -> None:
         self.fabric = fabric
+        self.progress = progress
+        """``progress(packet_hops)``, called every ``PROGRESS_RTTS`` credit round trips of simulated
+        time while the run lasts (a progress bar); it sees the run, never changes it."""
+        self.progress_ticks = 0
         self.workload = workload
         self.config = config
         self.obs = observer
@@ -189,7 +200,18 @@ class PacketNetwork:
         worst = 0.0
         for port in self.ports:
             worst = max(worst, port.full_wire * port.spb + port.latency + port.ret_lag + port.next_latency)
-        return max(1e-6, 1000 * worst)
+        return max(1e-6, WATCHDOG_RTTS * worst)
+
+    def _progress_tick(self, ev) -> None:
+        """Report packet-hops so far and come back later, while other events are pending (an idle
+        queue is the end of the run, or the watchdog's to judge)."""
+        if ev is not None:
+            self.progress_ticks += 1  # not the run's events (a pending one is not issued work either)
+            self.progress(self.hops())
+        if self.done or (ev is not None and not self.events.heap):
+            return
+        at = self.events.now + self.watchdog.interval_s * PROGRESS_RTTS / WATCHDOG_RTTS
+        self.events.push(at, Wake(self._progress_tick, at))
 
     # -- transfer DAG ---------------------------------------------------------------------------
     def _release(self, tid: int) -> None:
@@ -294,6 +316,8 @@ class PacketNetwork:
             self.done = True
         events = self.events
         if not self.done:
+            if self.progress is not None:
+                self._progress_tick(None)
             events.run()
         ledger = self.ledger
         if self.eager and not self.done and ledger.last_delivery_s > events.now:
@@ -305,6 +329,8 @@ class PacketNetwork:
                 port.stall_s += now - port.stall_since
                 port.stall_since = -1.0
         result = self._result(time.perf_counter() - wall0)
+        if self.progress is not None:
+            self.progress(self.hops())
         if not self.done and self.packets_held():
             deadlock_report(self, result, reason="the event queue ran empty")
         check_invariants(self, result)
@@ -341,5 +367,5 @@ class PacketNetwork:
             packet_latency_s=ledger.sample.in_delivery_order(ledger.sample.latency),
             queue_delay_s=ledger.sample.in_delivery_order(ledger.sample.queue_delay),
             packet_sample_every=ledger.sample.every,
-            switch_grants=self.switch_grants(), events=self.events.issued() - len(self.events),
+            switch_grants=self.switch_grants(), events=self.events.issued() - len(self.events) - self.progress_ticks,
             wall_s=wall_s)
