@@ -11,8 +11,8 @@ from __future__ import annotations
 from rich.console import Console
 
 from simulator.reports.run_notice import duration, plan_line
-from simulator.units import format_bytes
 from simulator.runner.estimate import SweepPlan
+from simulator.units import format_bytes
 
 MANY_SIZES = 4
 """A sweep of at least this many sizes gets a bar whatever its estimate."""
