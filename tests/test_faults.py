@@ -12,21 +12,19 @@ from typer.testing import CliRunner
 from simulator.cli.app import app, main  # noqa: F401  (main registers the commands)
 from simulator.engine.flow import run_flow
 from simulator.errors import InputError
-from simulator.hardware.faults import FaultSpec, parse_fault_flag
+from simulator.hardware.faults import parse_fault_flag
 from simulator.hardware.retry import packet_error, retry_parts, retry_point
 from simulator.runner.sweeps import SweepSpec, sweep
 from simulator.topology.builder import build_fabric
 from simulator.workloads.collectives import build_collective
 from simulator.workloads.copies import build_copy
 
+from fault_helpers import fault
+
 GIB = 2**30
 NVL72 = "topologies/gb200_nvl72.yaml"
 HGX = "topologies/hgx_h100.yaml"
 PCIE = "topologies/pcie_server.yaml"
-
-
-def fault(**kw) -> FaultSpec:
-    return FaultSpec.model_validate({("from" if k == "from_" else k): v for k, v in kw.items()})
 
 
 @pytest.fixture(scope="module")

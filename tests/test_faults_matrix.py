@@ -16,12 +16,13 @@ import pytest
 
 from simulator.engine.flow import run_flow
 from simulator.errors import InputError
-from simulator.hardware.faults import FaultSpec
 from simulator.hardware.retry import retry_parts, retry_point
 from simulator.topology.builder import build_fabric
 from simulator.topology.fabric import Fabric
 from simulator.workloads.collectives import build_collective
 from simulator.workloads.copies import build_copy
+
+from fault_helpers import fault
 
 GIB = 2**30
 NVL72 = "topologies/gb200_nvl72.yaml"
@@ -31,10 +32,6 @@ NVL72_GPUS = tuple(f"compute{c}.gpu{g}" for c in (0, 1) for g in range(4))
 """Eight GPUs of two compute trays: every NVL72 ring below runs on them."""
 LINK_BOUND_CHANNELS = 64
 """Enough channels that the NVL72 ring is bound by its 18 links, not by CTAs (tests/test_faults.py)."""
-
-
-def fault(**kw) -> FaultSpec:
-    return FaultSpec.model_validate({("from" if k == "from_" else k): v for k, v in kw.items()})
 
 
 def ring_s(fabric: Fabric, gpus, nbytes: int = GIB, **kw) -> float:

@@ -27,14 +27,11 @@ from simulator.workloads.collectives import build_collective
 from simulator.workloads.copies import build_copy
 
 from engine_helpers import flows
+from fault_helpers import fault
 
 GIB = 2**30
 HGX = "topologies/hgx_h100.yaml"
 PCIE = "topologies/pcie_server.yaml"
-
-
-def fault(**kw) -> FaultSpec:
-    return FaultSpec.model_validate({("from" if k == "from_" else k): v for k, v in kw.items()})
 
 
 @pytest.fixture(scope="module")
