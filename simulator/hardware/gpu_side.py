@@ -119,19 +119,17 @@ class ArchitectureSide(Part):
             return self.channel_reduce_Bps * library.ring_loop("all_reduce", 2).work_per_link_byte
         return self.channel_copy_Bps * library.ring_loop("all_gather", 2).work_per_link_byte
 
-    def channel_Bps(self, op: str, library: CollectiveLibrary, n: int = 2) -> float:
+    def channel_Bps(self, op: str, library: CollectiveLibrary) -> float:
         """One CTA's average wire rate for ``op`` (bytes on its link per second, unloaded): its
-        memory rate over the memory operations per link byte of its program (a ring loop on ``n``
-        ranks, ``copy_work`` for the other copy ops, the measured loop for any other op)."""
-        loop = library.ring_loop(op, n)
+        memory rate over the memory operations per link byte of its program (a ring loop on 2
+        ranks, the measured setup; ``copy_work`` for the other copy ops); any other op runs at the
+        measured rate of its kind."""
+        loop = library.ring_loop(op, 2)
         if loop is not None:
-            work = loop.work_per_link_byte
-        elif op in library.copy_work:
-            work = library.copy_work[op]
-        else:
-            work = library.ring_loop("all_reduce" if op in REDUCE_OPS else "all_gather", 2).work_per_link_byte
-        return self.memory_Bps(op, library) / work
-
+            return self.memory_Bps(op, library) / loop.work_per_link_byte
+        if op in library.copy_work:
+            return self.memory_Bps(op, library) / library.copy_work[op]
+        return self.channel_reduce_Bps if op in REDUCE_OPS else self.channel_copy_Bps
 
 REDUCE_OPS = frozenset({"all_reduce", "reduce_scatter", "reduce"})
 """Ops whose CTAs reduce (load two operands, add, store) rather than copy."""
