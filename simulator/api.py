@@ -83,14 +83,15 @@ def load_topology(topology: str | Path) -> Fabric:
 
 def bench(topology: str | Path, op: str = "all_reduce", sizes: str = "1M:1G", gpus: int | None = None,
           algo: str = "auto", protocol: str = "auto", channels: int | None = None, engine: str = "auto",
-          step_factor: int = 2, root: int = 0, seed: int = 0) -> BenchResult:
-    """``fabricsim bench``: sweep the message sizes of one collective or copy."""
+          step_factor: int = 2, root: int = 0, seed: int = 0, timing: str = "nccl-tests") -> BenchResult:
+    """``fabricsim bench``: sweep the message sizes of one collective or copy (``timing``: see
+    ``SweepSpec.timing``)."""
     from simulator.runner.sweeps import SweepSpec, size_list, sweep
 
     fabric = load_topology(topology)
     n = gpus or len(fabric.gpus)
     spec = SweepSpec(op=op, gpus=n, sizes=tuple(size_list(sizes, step_factor)), algo=algo, protocol=protocol,
-                     channels=channels, engine=engine, seed=seed, root=root)
+                     channels=channels, engine=engine, seed=seed, root=root, timing=timing)
     return BenchResult(topology=str(topology), system=fabric.name, op=op, gpus=n, rows=sweep(fabric, spec))
 
 

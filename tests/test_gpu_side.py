@@ -133,6 +133,20 @@ def test_small_message_latency_pays_launch_base_and_flag_per_step(h200):
     assert run_flow(h200, alone).makespan_s - run_flow(h200, hidden).makespan_s == pytest.approx(hop.launch_s)
 
 
+def test_single_call_timing_exposes_the_launch_at_every_size(h200):
+    """``--timing single`` (one call between CUDA events) costs exactly the launch more than
+    nccl-tests' back-to-back timing, whatever the size, protocol and algorithm chosen."""
+    hop = load_gpu_side().architecture("hopper")
+    sizes = (8, 1 << 20, 64 << 20)
+    rows = {t: sweep(h200, SweepSpec(op="all_reduce", gpus=2, sizes=sizes, engine="flow", timing=t))
+            for t in ("nccl-tests", "single")}
+    for hidden, alone in zip(rows["nccl-tests"], rows["single"]):
+        assert (alone["algo"], alone["protocol"], alone["channels"]) == (hidden["algo"], hidden["protocol"],
+                                                                       hidden["channels"])
+        assert alone["time_us"] - hidden["time_us"] == pytest.approx(hop.launch_s * 1e6, abs=1e-6)
+        assert (alone["timing"], hidden["timing"]) == ("single", "nccl-tests")
+
+
 def test_copy_setup_cost(h200):
     """h2d pays the copy-engine launch and the PCIe read request's trip to the host."""
     small = _busbw(h200, "h2d", 64 * 1024, gpus=1)

@@ -37,6 +37,9 @@ def register(app: typer.Typer) -> None:
         channels: Annotated[Optional[int], typer.Option(
             min=1, max=64, help="NCCL channels (CTAs) per call, like NCCL_MIN_NCHANNELS=NCCL_MAX_NCHANNELS=N "
                                 "(default: NCCL's choice per size).")] = None,
+        timing: Annotated[str, typer.Option(
+            help="nccl-tests (back-to-back calls, the kernel launch hidden, as nccl-tests times them) or single "
+                 "(one call between two CUDA events, as PyTorch users time it: the launch is exposed).")] = "nccl-tests",
         engine: EngineOpt = "auto",
         packet_bytes: PacketBytesOpt = None,
         seed: SeedOpt = 0,
@@ -78,7 +81,7 @@ def register(app: typer.Typer) -> None:
             raise InputError(f"root rank {root} does not exist: the run has ranks 0..{n - 1}", field="root")
         wanted = size_list(sizes, step_factor)
         rounded = tuple(dict.fromkeys(round_to_elements(op, s, n, dtype) for s in wanted))
-        spec = SweepSpec(op=op, gpus=n, sizes=rounded, algo=algo, root=root,
+        spec = SweepSpec(op=op, gpus=n, sizes=rounded, algo=algo, root=root, timing=timing,
                          protocol=protocol, channels=channels, engine=engine, packet_bytes=packet_bytes, seed=seed,
                          switch=switch_flags(arbiter, crossbar, iterations, speedup, queueing))
         tracer = recorder = None
@@ -126,7 +129,7 @@ def register(app: typer.Typer) -> None:
                               credit_bytes=recorder.credit_bytes)
         if json_path:
             write_json(json_path, {"topology": topology, "op": op, "gpus": spec.gpus, "algo": algo,
-                                   "engine": engine, "dtype": dtype, "root": root, "rows": rows}, inputs)
+                                   "engine": engine, "timing": timing, "dtype": dtype, "root": root, "rows": rows}, inputs)
         if plot:
             from simulator.reports.plots import busbw_vs_size
 
@@ -137,6 +140,7 @@ def register(app: typer.Typer) -> None:
         else:
             packets = sorted({r["packet_bytes"] for r in rows if r.get("packet_bytes")})
             note = f" (packet engine at {packets[0]} B packets)" if packets else ""
+            note += ", single calls (launch exposed)" if timing == "single" else ""
             from simulator.reports.fit import fit
 
             out = report_console(stderr=json_path == "-")

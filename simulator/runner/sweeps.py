@@ -50,6 +50,13 @@ class SweepSpec:
     """Packet engine: switch scheduling defaults (arbiter, crossbar, iterations, speedup, queueing)."""
     root: int = 0
     """Rank of the root of broadcast (nccl-tests -r)."""
+    timing: str = "nccl-tests"
+    """How the call is timed (``TIMINGS``): as nccl-tests does, back-to-back iterations that hide
+    the kernel launch, or ``single``: one call between two CUDA events (how PyTorch users time it),
+    which exposes the launch (``launch_s`` of the GPU architecture)."""
+
+
+TIMINGS = ("nccl-tests", "single")
 
 
 def select_gpus(fabric: Fabric, count: int) -> list[str]:
@@ -66,8 +73,10 @@ def build_workload(fabric: Fabric, spec: SweepSpec, nbytes: int) -> Workload:
         return build_copy(fabric, spec.op, gpus, nbytes)
     if spec.op not in OPS:
         raise unknown_choice("op", spec.op, OPS + COPIES, field="op")
+    if spec.timing not in TIMINGS:
+        raise unknown_choice("timing", spec.timing, TIMINGS, field="timing")
     return build_collective(fabric, gpus, spec.op, nbytes, algo=spec.algo, protocol=spec.protocol,
-                            channels=spec.channels, root=spec.root)
+                            channels=spec.channels, root=spec.root, exposed_launch=spec.timing == "single")
 
 
 def run_one(fabric: Fabric, workload: Workload, spec: SweepSpec,
@@ -83,7 +92,7 @@ def run_one(fabric: Fabric, workload: Workload, spec: SweepSpec,
     latency = result.packet_latency_s
     row.update(
         algo=workload.meta.get("algo"), protocol=workload.meta.get("protocol"),
-        channels=workload.meta.get("channels"), engine=result.engine,
+        channels=workload.meta.get("channels"), engine=result.engine, timing=spec.timing,
         packet_bytes=packet.packet_bytes if result.engine == "packet" else None,
         p99_latency_us=float(np.percentile(latency, 99) * 1e6) if len(latency) else None,
         energy_J=energy.total_J, avg_power_W=energy.average_power_W,
