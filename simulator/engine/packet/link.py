@@ -21,7 +21,7 @@ at all: its ``busy_until`` is enough for the next arrival to wait on.
 from __future__ import annotations
 
 import math
-from heapq import heappop, heappush
+from bisect import bisect_right, insort
 from typing import TYPE_CHECKING
 
 from simulator.engine.packet.credits import CreditBatcher, StaticCredits, credits_for
@@ -87,7 +87,7 @@ class OutputPort:
 
     __slots__ = ("cid", "name", "events", "ledger", "eager", "down", "spb", "latency", "node_latency",
                  "next_latency", "credits", "batcher", "credit_bytes", "full_wire", "full_k", "max_k",
-                 "max_bytes", "full_advance", "ret_lag", "rets", "busy_until", "wake_at", "blocked",
+                 "max_bytes", "full_advance", "ret_lag", "rets", "ret_i", "ret_due", "back", "busy_until", "wake_at", "blocked",
                  "stall_since", "stall_s", "busy_s", "bytes", "sent", "reqs", "arbiter", "speedup",
                  "cut_through", "vc_at", "obs", "spare", "reverse", "response_spb")
 
@@ -125,7 +125,14 @@ class OutputPort:
         self.ret_lag = ret_lag
         """Credit return delay + reverse propagation (s)."""
         self.rets: list[tuple[float, int, int]] = []
-        """Credit updates on their way back: heap of (arrival time, vc, credits)."""
+        """Credit updates on their way back, sorted: (arrival time, vc, credits); the ones before
+        ``ret_i`` have been absorbed already (dropped in bulk, see ``_absorb``)."""
+        self.ret_i = 0
+        """Index in ``rets`` of the first update not yet absorbed."""
+        self.ret_due = INF
+        """Arrival time of the earliest update not yet absorbed (inf: none on the way)."""
+        self.back = [0] * len(credits.used)
+        """Scratch of ``_absorb``: credits back per VC."""
         self.busy_until = -INF
         self.wake_at = INF
         """Time of the earliest wake-up already scheduled."""
@@ -200,18 +207,46 @@ class OutputPort:
             now = self.events.now
             if t < now:
                 t = now
-            heappush(self.rets, (t, vc, k))
+            update = (t, vc, k)
+            rets = self.rets
+            if rets and update < rets[-1]:
+                insort(rets, update, self.ret_i)
+            else:  # the usual case: updates are made in the order they arrive
+                rets.append(update)
+            if t < self.ret_due:
+                self.ret_due = t
             if self.blocked:
                 self.wake(t)
 
     def _absorb(self, until: float) -> None:
-        """Take the credit updates that have arrived by ``until`` into the counter."""
-        rets, credits, obs = self.rets, self.credits, self.obs
-        while rets and rets[0][0] <= until:
-            t, vc, k = heappop(rets)
-            credits.give(vc, k)
-            if obs is not None:
+        """Take the credit updates that have arrived by ``until`` into the counter: one ``give``
+        per VC for all of them (an observer sees each update as it lands)."""
+        rets, i = self.rets, self.ret_i
+        j = bisect_right(rets, (until, INF), i)  # updates up to ``until`` (sorted by time)
+        if j == i:
+            return
+        credits, obs = self.credits, self.obs
+        if obs is None:
+            back = self.back
+            for _, vc, k in rets[i:j]:
+                back[vc] += k
+            for vc, k in enumerate(back):
+                if k:
+                    back[vc] = 0
+                    credits.give(vc, k)
+        else:
+            for t, vc, k in rets[i:j]:
+                credits.give(vc, k)
                 obs.credits(self.cid, t, credits.available())
+        if j == len(rets):
+            rets.clear()
+            self.ret_i, self.ret_due = 0, INF
+        else:
+            self.ret_due = rets[j][0]
+            if j > 256:  # drop the absorbed updates now and then
+                del rets[:j]
+                j = 0
+            self.ret_i = j
 
     # -- wake-ups -------------------------------------------------------------------------------
     def wake(self, t: float) -> None:
@@ -241,8 +276,7 @@ class OutputPort:
         if self.busy_until > soon:
             self.wake(self.busy_until)
             return
-        rets = self.rets
-        if self.obs is not None and rets and rets[0][0] <= soon:
+        if self.obs is not None and self.ret_due <= soon:
             self._absorb(soon)  # observed: the credit timeline shows every update as it lands
         # requesters whose head may go now: its input's crossbar read is free and its credits fit
         fits = self.credits.fits
@@ -267,7 +301,7 @@ class OutputPort:
             w = p.wire
             k = full_k if w == full_wire else self.cost(w)[0]
             if not fits(vc, k):
-                if rets and rets[0][0] <= soon:  # credits came back since the last look
+                if self.ret_due <= soon:  # credits came back since the last look
                     self._absorb(soon)
                 if not fits(vc, k):
                     starved = True
@@ -293,8 +327,8 @@ class OutputPort:
         self.blocked = True
         if self.stall_since < 0:
             self.stall_since = now
-        if self.rets:
-            self.wake(self.rets[0][0])
+        if self.ret_due < INF:
+            self.wake(self.ret_due)
 
     def respond(self, nbytes: int, now: float) -> None:
         """The receiver answers ``nbytes`` of payload (write responses, acknowledgements): the

@@ -60,8 +60,10 @@ class VirtualOutputQueue:
 
     def __init__(self, inbuf: "InputBuffer", nxt: int, vc: int) -> None:
         self.q: deque[Packet] = deque()
+        """The packets behind the head."""
         self.head: Packet | None = None
-        """First packet, or None when empty (kept as a slot: the hot path reads it directly)."""
+        """First packet, or None when empty (kept apart from ``q``: the hot path reads it directly,
+        and a queue of one, the usual case, costs no deque operation)."""
         self.inbuf = inbuf
         self.rank = inbuf.cid
         """Arbitration order: the input channel id."""
@@ -80,19 +82,21 @@ class VirtualOutputQueue:
         """Matching crossbar: the output queue the packets cross into."""
 
     def push(self, p: Packet) -> None:
-        self.q.append(p)
         if self.head is None:
             self.head = p
+        else:
+            self.q.append(p)
 
     def pop(self) -> Packet:
+        """Remove and return the head (there is one)."""
+        p = self.head
         q = self.q
-        p = q.popleft()
-        self.head = q[0] if q else None
+        self.head = q.popleft() if q else None
         return p
 
     def __len__(self) -> int:
         """Packets queued."""
-        return len(self.q)
+        return len(self.q) + (self.head is not None)
 
 
 class InputBuffer:
@@ -213,6 +217,7 @@ class OutputQueue:
 
     def __init__(self, sched: Scheduler, vc: int, pool: BufferPool, inbuf) -> None:
         self.q: deque[Packet] = deque()
+        """The packets behind the head."""
         self.head: Packet | None = None
         self.inbuf = inbuf
         """An ``Endpoint``: no crossbar-read constraint at the output side."""
@@ -225,28 +230,26 @@ class OutputQueue:
 
     push = VirtualOutputQueue.push
     pop = VirtualOutputQueue.pop
+    __len__ = VirtualOutputQueue.__len__
 
     def has_room(self) -> bool:
         """True if the crossbar may deliver one more packet: the queue's own slot is free, or its pool has one."""
-        return not self.q or self.pool.free > 0
+        return self.head is None or self.pool.free > 0
 
     def add(self, p: Packet) -> None:
         """A packet crossed into the queue (takes the own slot, or one of the pool)."""
-        if self.q:
+        if self.head is not None:
             self.pool.free -= 1
         self.push(p)
 
     def sent(self, now: float) -> None:
         """The port took the head: its slot frees; a withheld request may now be matched."""
         pool = self.pool
-        if self.q:  # more than one packet was queued: a pool slot frees
+        if self.head is not None:  # more than one packet was queued: a pool slot frees
             pool.free += 1
         if pool.blocked:
             pool.blocked = False
             self.sched.poke(now)
-
-    def __len__(self) -> int:
-        return len(self.q)
 
 
 class Endpoint:
