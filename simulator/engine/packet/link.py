@@ -82,13 +82,28 @@ def credit_limited_rate_Bps(channel: Channel, packet_bytes: int, header_bytes: i
     return min(wire_rate, channel.credit.buffer_bytes / rtt) * payload_share
 
 
+class CostTable(dict):
+    """Packet size -> its ``OutputPort.cost``: ``rule(wire)`` runs on the first look-up of a size
+    only (a run has one or two sizes), so the hot path pays one dict look-up per packet."""
+
+    __slots__ = ("rule",)
+
+    def __init__(self, rule) -> None:
+        super().__init__()
+        self.rule = rule
+
+    def __missing__(self, wire: int) -> tuple[int, float]:
+        cost = self[wire] = self.rule(wire)
+        return cost
+
+
 class OutputPort:
     """Sender side of one channel: requesters, arbiter, credit counter, serializer."""
 
     __slots__ = ("cid", "name", "events", "ledger", "eager", "down", "spb", "latency", "node_latency",
-                 "next_latency", "credits", "batcher", "credit_bytes", "full_wire", "full_k", "max_k",
-                 "max_bytes", "full_advance", "ret_lag", "rets", "ret_i", "ret_due", "back", "busy_until", "wake_at", "blocked",
-                 "stall_since", "stall_s", "busy_s", "bytes", "sent", "reqs", "arbiter", "speedup",
+                 "next_latency", "credits", "batcher", "credit_bytes", "full_wire", "costs", "max_k",
+                 "max_bytes", "ret_lag", "rets", "ret_i", "ret_due", "back", "busy_until", "wake_at",
+                 "stall_since", "stall_s", "busy_s", "bytes", "reqs", "shared", "arbiter", "speedup",
                  "cut_through", "vc_at", "obs", "spare", "reverse", "response_spb")
 
     def __init__(self, channel: Channel, *, events: EventQueue, ledger: DeliveryLedger, eager: bool,
@@ -104,12 +119,12 @@ class OutputPort:
         instead of by an event when it lands (observers and fault injection need the events)."""
         self.down: InputBuffer | None = None
         """Receive buffer at the other end (set once the network has built it)."""
-        self.spb = spb
+        self.spb = float(spb)
         """Seconds per wire byte."""
-        self.latency = channel.latency_s
-        self.node_latency = node_latency
+        self.latency = float(channel.latency_s)
+        self.node_latency = float(node_latency)
         """Forwarding latency of the sending node (s): a tail cannot leave before tail-in + this."""
-        self.next_latency = next_latency
+        self.next_latency = float(next_latency)
         """Forwarding latency of the receiving node (s), added before it may forward a packet."""
         self.credits = credits
         self.batcher = batcher
@@ -120,9 +135,9 @@ class OutputPort:
         """Most credits one packet may take (a packet bigger than the buffer takes all of it)."""
         self.max_bytes = max_k * channel.credit.credit_bytes
         """Usable buffer of one packet (bytes)."""
-        self.full_k, self.full_advance = self._cost(full_wire)
-        """Credits of a full packet and its coarse-mode advance (``cost``, precomputed)."""
-        self.ret_lag = ret_lag
+        self.costs = CostTable(self._cost)
+        """Wire bytes -> (credits, coarse-mode advance s): ``cost``, worked out once per size."""
+        self.ret_lag = float(ret_lag)
         """Credit return delay + reverse propagation (s)."""
         self.rets: list[tuple[float, int, int]] = []
         """Credit updates on their way back, sorted: (arrival time, vc, credits); the ones before
@@ -136,17 +151,18 @@ class OutputPort:
         self.busy_until = -INF
         self.wake_at = INF
         """Time of the earliest wake-up already scheduled."""
-        self.blocked = False
-        """Had a packet to send but no credits at the last look."""
         self.stall_since = -1.0
+        """Start of the current credit stall (s), or -1: had a packet to send but no credits at the
+        last look since (``blocked``)."""
         self.stall_s = 0.0
         self.busy_s = 0.0
         self.bytes = 0
-        self.sent = 0
         self.reqs: list = []
         """Requesters in ascending rank (VOQs of inputs at this node or output queues, local injector)."""
+        self.shared = False
+        """More than one requester: after a packet the port looks again (another may be waiting)."""
         self.arbiter = arbiter
-        self.speedup = speedup
+        self.speedup = float(speedup)
         """Output crossbar: an input is busy for (serialization / speedup) per packet it feeds here."""
         self.cut_through = cut_through
         self.vc_at = vc_at
@@ -159,22 +175,32 @@ class OutputPort:
         self.response_spb = 0.0
         """Reverse-port seconds per payload byte sent here (``Channel.reverse_overhead`` x its s/B)."""
 
+    @property
+    def blocked(self) -> bool:
+        """Had a packet to send but no credits at the last look (a credit stall is open)."""
+        return self.stall_since >= 0.0
+
+    @property
+    def sent(self) -> int:
+        """Packets sent so far: each one was granted to exactly one requester."""
+        return sum(r.grants for r in self.reqs)
+
     def add_requester(self, req) -> None:
         """Register a VOQ, output queue or injector (kept sorted by rank)."""
         self.reqs.append(req)
         self.reqs.sort(key=lambda r: r.rank)
+        self.shared = len(self.reqs) > 1
 
     # -- the rules: what a packet costs, credits back, credits in -------------------------------
     def cost(self, wire: int) -> tuple[int, float]:
         """Credits a packet of ``wire`` bytes takes on this channel (capped at ``max_k``: a packet
         bigger than the buffer takes all of it), and how much earlier its space frees than its tail
-        leaves when it is bigger than the buffer (coarse mode, see ``release``)."""
-        if wire == self.full_wire:
-            return self.full_k, self.full_advance
-        return self._cost(wire)
+        leaves when it is bigger than the buffer (coarse mode, see ``release``). The hot path reads
+        ``costs[wire]``, the same rule remembered per size."""
+        return self.costs[wire]
 
     def _cost(self, wire: int) -> tuple[int, float]:
-        """The rule behind ``cost`` (which caches it for full packets)."""
+        """The rule behind ``cost`` (``CostTable`` calls it once per packet size)."""
         k = credits_for(wire, self.credit_bytes)
         if k <= self.max_k:
             return k, 0.0
@@ -195,18 +221,16 @@ class OutputPort:
         buffer. (Until this rule, the advance was (w - W) x s/B, which throttled units just above
         the buffer, e.g. 16 KiB on HGX H100's 16 KiB NVLink 4 buffer, to one unit per loop.)
         """
-        if wire == self.full_wire:  # cost(wire), precomputed for full packets
-            k, advance = self.full_k, self.full_advance
-        else:
-            k, advance = self.cost(wire)
+        k, advance = self.costs[wire]
         batcher = self.batcher
         if batcher.batch != 1:
             k = batcher.free(vc, k)
         if k:
             t = t_free - advance + self.ret_lag
-            now = self.events.now
-            if t < now:
-                t = now
+            if advance:  # coarse: the space may free before now, the credits cannot travel back in time
+                now = self.events.now
+                if t < now:
+                    t = now
             update = (t, vc, k)
             rets = self.rets
             if rets and update < rets[-1]:
@@ -215,7 +239,7 @@ class OutputPort:
                 rets.append(update)
             if t < self.ret_due:
                 self.ret_due = t
-            if self.blocked:
+            if self.stall_since >= 0.0:  # blocked: look again when the credits are back
                 self.wake(t)
 
     def _absorb(self, until: float) -> None:
@@ -281,7 +305,7 @@ class OutputPort:
         # requesters whose head may go now: its input's crossbar read is free and its credits fit
         fits = self.credits.fits
         vc_at = self.vc_at
-        full_wire, full_k = self.full_wire, self.full_k
+        costs = self.costs
         chosen = None
         chosen_vc = chosen_k = 0
         cands = None
@@ -296,10 +320,9 @@ class OutputPort:
                 if xbar < xbar_next:
                     xbar_next = xbar
                 continue
-            # the packet's VC on this channel and its credits (``cost``; full packets precomputed)
+            # the packet's VC on this channel and its credits (``cost``)
             vc = vc_at[p.hop + 1]
-            w = p.wire
-            k = full_k if w == full_wire else self.cost(w)[0]
+            k = costs[p.wire][0]
             if not fits(vc, k):
                 if self.ret_due <= soon:  # credits came back since the last look
                     self._absorb(soon)
@@ -324,8 +347,7 @@ class OutputPort:
         self._send(chosen, chosen_vc, chosen_k, now)
 
     def _stall(self, now: float) -> None:
-        self.blocked = True
-        if self.stall_since < 0:
+        if self.stall_since < 0.0:
             self.stall_since = now
         if self.ret_due < INF:
             self.wake(self.ret_due)
@@ -345,12 +367,12 @@ class OutputPort:
         p = r.pop()
         r.grants += 1
         self.credits.take(vc, k)
-        self.blocked = False
-        if self.stall_since >= 0:
+        if self.stall_since >= 0.0:
             self.stall_s += now - self.stall_since
             self.stall_since = -1.0
         end = now + p.wire * self.spb
-        if p.hop < 0:
+        hop = p.hop
+        if hop < 0:
             self.ledger.injected(p, now)  # the first byte left its source
         else:
             p.queue_s += now - p.t_ready
@@ -363,17 +385,16 @@ class OutputPort:
                 inbuf = r.inbuf
                 inbuf.xbar = now + (end - now) / self.speedup
                 inbuf.leave(p, end)
-        hop = p.hop + 1
+        hop += 1
         p.hop = hop
         self.busy_until = end
         self.busy_s += end - now
         self.bytes += p.bytes
-        self.sent += 1
         if self.reverse is not None:
             self.respond(p.bytes, now)
         t_tail = end + self.latency
         p.t_tail = t_tail
-        if hop == len(p.route) - 1:
+        if hop == p.last:
             # the sink frees the space when the tail arrives; known now, so the credits are queued
             # now (a coarse unit's return may precede its delivery, see ``release``)
             self.release(t_tail, vc, p.wire)
@@ -391,5 +412,5 @@ class OutputPort:
         if obs is not None:
             obs.link_busy(self.cid, now, end, p)
             obs.credits(self.cid, now, self.credits.available())
-        if len(self.reqs) > 1 or r.head is not None:
+        if self.shared or r.head is not None:
             self.wake(end)

@@ -54,7 +54,7 @@ class Scheduler(Protocol):
 class VirtualOutputQueue:
     """Packets at one input waiting for one (output channel, VC): one requester of that output."""
 
-    __slots__ = ("q", "head", "inbuf", "rank", "weight", "grants", "name", "nxt", "vc", "out", "oq")
+    __slots__ = ("q", "head", "inbuf", "rank", "weight", "grants", "name", "nxt", "vc", "port", "out", "oq")
     crossed = False
     """Packets here have not crossed the switch yet (see ``OutputQueue.crossed``)."""
 
@@ -76,6 +76,8 @@ class VirtualOutputQueue:
         """Channel id the packets leave on."""
         self.vc = vc
         """VC they take on it."""
+        self.port: Port | None = None
+        """Output crossbar: the port of channel ``nxt``, which this VOQ asks."""
         self.out = -1
         """Matching crossbar: index of the output at the scheduler."""
         self.oq: OutputQueue | None = None
@@ -140,7 +142,8 @@ class InputBuffer:
         if q is None:
             q = self.voqs[key] = VirtualOutputQueue(self, nxt, vc)
             if self.sched is None:
-                self.ports[nxt].add_requester(q)
+                q.port = self.ports[nxt]
+                q.port.add_requester(q)
             else:
                 self.sched.add_voq(q)
         return q
@@ -148,7 +151,9 @@ class InputBuffer:
     def arrive(self, p: Packet) -> None:
         """``p`` may leave this node: queue it for its next channel and request that output."""
         hop = p.hop + 1
-        q = self.voq_for(p.route[hop], self.vc_at[hop])
+        q = p.voqs[hop]
+        if q is None:  # the route's first packet here: look its VOQ up once
+            q = p.voqs[hop] = self.voq_for(p.route[hop], self.vc_at[hop])
         self.held += 1
         if self.fifo:
             fifo = self.fifos[self.vc_at[p.hop]]
@@ -162,7 +167,7 @@ class InputBuffer:
             self.obs.queue(self.cid, self.events.now, self.held)
         # ask whoever decides: the output port now, or the scheduler at the next slot
         if self.sched is None:
-            self.ports[q.nxt].kick()
+            q.port.kick()
         else:
             self.sched.request(q, self.events.now)
 
