@@ -303,11 +303,8 @@ class OutputPort:
         if self.obs is not None and self.ret_due <= soon:
             self._absorb(soon)  # observed: the credit timeline shows every update as it lands
         # requesters whose head may go now: its input's crossbar read is free and its credits fit
-        fits = self.credits.fits
-        vc_at = self.vc_at
-        costs = self.costs
+        credits = self.credits
         chosen = None
-        chosen_vc = chosen_k = 0
         cands = None
         xbar_next = INF
         starved = False
@@ -321,16 +318,18 @@ class OutputPort:
                     xbar_next = xbar
                 continue
             # the packet's VC on this channel and its credits (``cost``)
-            vc = vc_at[p.hop + 1]
-            k = costs[p.wire][0]
-            if not fits(vc, k):
+            vc = self.vc_at[p.hop + 1]
+            k = self.costs[p.wire][0]
+            if not credits.fits(vc, k):
                 if self.ret_due <= soon:  # credits came back since the last look
                     self._absorb(soon)
-                if not fits(vc, k):
+                if not credits.fits(vc, k):
                     starved = True
                     continue
             if chosen is None:
-                chosen, chosen_vc, chosen_k = r, vc, k
+                chosen = r
+                chosen_vc = vc
+                chosen_k = k
             else:  # a second candidate: the arbiter will decide
                 if cands is None:
                     cands = {chosen: (chosen_vc, chosen_k)}

@@ -53,7 +53,7 @@ class Injector:
     """Requester of one output port at a source node: round-robin over the flows starting there."""
 
     __slots__ = ("flows", "head", "inbuf", "rank", "weight", "grants", "name", "packet_bytes",
-                 "header_bytes", "seq_base")
+                 "header_bytes", "seq_base", "crossed")
 
     def __init__(self, rank: int, packet_bytes: int, header_bytes: int, seq_base: list[int]) -> None:
         self.flows: deque[Flow] = deque()
@@ -63,6 +63,8 @@ class Injector:
         self.weight = 1
         self.grants = 0
         self.name = "local"
+        self.crossed = False
+        """Injected packets are not in any switch (read only for packets past their first hop)."""
         self.packet_bytes = packet_bytes
         self.header_bytes = header_bytes
         self.seq_base = seq_base

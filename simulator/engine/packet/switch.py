@@ -54,11 +54,13 @@ class Scheduler(Protocol):
 class VirtualOutputQueue:
     """Packets at one input waiting for one (output channel, VC): one requester of that output."""
 
-    __slots__ = ("q", "head", "inbuf", "rank", "weight", "grants", "name", "nxt", "vc", "port", "out", "oq")
-    crossed = False
-    """Packets here have not crossed the switch yet (see ``OutputQueue.crossed``)."""
+    __slots__ = ("q", "head", "inbuf", "rank", "weight", "grants", "name", "nxt", "vc", "port", "out", "oq",
+                 "crossed")
 
     def __init__(self, inbuf: "InputBuffer", nxt: int, vc: int) -> None:
+        self.crossed = False
+        """Packets here have not crossed the switch yet (see ``OutputQueue.crossed``; a slot, not a
+        class attribute: the hot path reads it per packet)."""
         self.q: deque[Packet] = deque()
         """The packets behind the head."""
         self.head: Packet | None = None
@@ -216,11 +218,11 @@ class OutputQueue:
     frees when the port starts sending the packet (it moves to the serializer).
     """
 
-    __slots__ = ("q", "head", "inbuf", "rank", "weight", "grants", "name", "pool", "sched")
-    crossed = True
-    """Packets here already left their input buffer (credits upstream are on their way back)."""
+    __slots__ = ("q", "head", "inbuf", "rank", "weight", "grants", "name", "pool", "sched", "crossed")
 
     def __init__(self, sched: Scheduler, vc: int, pool: BufferPool, inbuf) -> None:
+        self.crossed = True
+        """Packets here already left their input buffer (credits upstream are on their way back)."""
         self.q: deque[Packet] = deque()
         """The packets behind the head."""
         self.head: Packet | None = None
