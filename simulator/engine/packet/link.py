@@ -102,7 +102,7 @@ class OutputPort:
 
     __slots__ = ("cid", "name", "events", "ledger", "eager", "down", "spb", "latency", "node_latency",
                  "next_latency", "credits", "batcher", "credit_bytes", "full_wire", "costs", "max_k",
-                 "max_bytes", "ret_lag", "rets", "ret_i", "ret_due", "back", "busy_until", "wake_at",
+                 "max_bytes", "ret_lag", "rets", "ret_i", "ret_due", "ret_last", "back", "batched", "busy_until", "wake_at",
                  "stall_since", "stall_s", "busy_s", "bytes", "reqs", "shared", "arbiter", "speedup",
                  "cut_through", "vc_at", "obs", "spare", "reverse", "response_spb")
 
@@ -129,6 +129,8 @@ class OutputPort:
         self.credits = credits
         self.batcher = batcher
         """Receiver side of this channel's credits (batching of returns)."""
+        self.batched = batcher.batch != 1
+        """Returns go back in batches (else every freed credit goes back at once)."""
         self.credit_bytes = channel.credit.credit_bytes
         self.full_wire = full_wire
         self.max_k = max_k
@@ -146,6 +148,8 @@ class OutputPort:
         """Index in ``rets`` of the first update not yet absorbed."""
         self.ret_due = INF
         """Arrival time of the earliest update not yet absorbed (inf: none on the way)."""
+        self.ret_last = -INF
+        """Arrival time of the latest update in ``rets`` (-inf: none)."""
         self.back = [0] * len(credits.used)
         """Scratch of ``_absorb``: credits back per VC."""
         self.busy_until = -INF
@@ -222,25 +226,25 @@ class OutputPort:
         the buffer, e.g. 16 KiB on HGX H100's 16 KiB NVLink 4 buffer, to one unit per loop.)
         """
         k, advance = self.costs[wire]
-        batcher = self.batcher
-        if batcher.batch != 1:
-            k = batcher.free(vc, k)
-        if k:
-            t = t_free - advance + self.ret_lag
-            if advance:  # coarse: the space may free before now, the credits cannot travel back in time
-                now = self.events.now
-                if t < now:
-                    t = now
-            update = (t, vc, k)
-            rets = self.rets
-            if rets and update < rets[-1]:
-                insort(rets, update, self.ret_i)
-            else:  # the usual case: updates are made in the order they arrive
-                rets.append(update)
-            if t < self.ret_due:
-                self.ret_due = t
-            if self.stall_since >= 0.0:  # blocked: look again when the credits are back
-                self.wake(t)
+        if self.batched:
+            k = self.batcher.free(vc, k)
+            if not k:
+                return
+        t = t_free - advance + self.ret_lag
+        if advance:  # coarse: the space may free before now, the credits cannot travel back in time
+            now = self.events.now
+            if t < now:
+                t = now
+        update = (t, vc, k)
+        if t > self.ret_last:  # the usual case: updates are made in the order they arrive
+            self.rets.append(update)
+            self.ret_last = t
+        else:  # same order as a heap of (time, vc, credits)
+            insort(self.rets, update, self.ret_i)
+        if t < self.ret_due:
+            self.ret_due = t
+        if self.stall_since >= 0.0:  # blocked: look again when the credits are back
+            self.wake(t)
 
     def _absorb(self, until: float) -> None:
         """Take the credit updates that have arrived by ``until`` into the counter: one ``give``
@@ -264,7 +268,7 @@ class OutputPort:
                 obs.credits(self.cid, t, credits.available())
         if j == len(rets):
             rets.clear()
-            self.ret_i, self.ret_due = 0, INF
+            self.ret_i, self.ret_due, self.ret_last = 0, INF, -INF
         else:
             self.ret_due = rets[j][0]
             if j > 256:  # drop the absorbed updates now and then
