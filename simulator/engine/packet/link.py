@@ -250,31 +250,33 @@ class OutputPort:
         """Take the credit updates that have arrived by ``until`` into the counter: one ``give``
         per VC for all of them (an observer sees each update as it lands)."""
         rets, i = self.rets, self.ret_i
-        j = bisect_right(rets, (until, INF), i)  # updates up to ``until`` (sorted by time)
-        if j == i:
-            return
-        credits, obs = self.credits, self.obs
-        if obs is None:
-            back = self.back
-            for _, vc, k in rets[i:j]:
-                back[vc] += k
-            for vc, k in enumerate(back):
-                if k:
-                    back[vc] = 0
-                    credits.give(vc, k)
-        else:
-            for t, vc, k in rets[i:j]:
-                credits.give(vc, k)
-                obs.credits(self.cid, t, credits.available())
-        if j == len(rets):
-            rets.clear()
-            self.ret_i, self.ret_due, self.ret_last = 0, INF, -INF
-        else:
+        if self.ret_last <= until:  # all of them (the usual case for a port waiting on its credits)
+            due = rets[i:] if i else rets
+            self.rets, self.ret_i, self.ret_due, self.ret_last = [], 0, INF, -INF
+        else:  # those up to ``until`` (sorted by time)
+            j = bisect_right(rets, (until, INF), i)
+            if j == i:
+                return
+            due = rets[i:j]
             self.ret_due = rets[j][0]
             if j > 256:  # drop the absorbed updates now and then
                 del rets[:j]
                 j = 0
             self.ret_i = j
+        credits, obs = self.credits, self.obs
+        if obs is not None or len(due) == 1:  # one by one: observed, or only one has landed
+            for t, vc, k in due:
+                credits.give(vc, k)
+                if obs is not None:
+                    obs.credits(self.cid, t, credits.available())
+        else:  # many: one ``give`` per VC
+            back = self.back
+            for _, vc, k in due:
+                back[vc] += k
+            for vc, k in enumerate(back):
+                if k:
+                    back[vc] = 0
+                    credits.give(vc, k)
 
     # -- wake-ups -------------------------------------------------------------------------------
     def wake(self, t: float) -> None:
