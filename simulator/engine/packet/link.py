@@ -21,7 +21,7 @@ at all: its ``busy_until`` is enough for the next arrival to wait on.
 from __future__ import annotations
 
 import math
-from heapq import heappop, heappush
+from bisect import bisect_right, insort
 from typing import TYPE_CHECKING
 
 from simulator.engine.packet.credits import CreditBatcher, StaticCredits, credits_for
@@ -82,13 +82,28 @@ def credit_limited_rate_Bps(channel: Channel, packet_bytes: int, header_bytes: i
     return min(wire_rate, channel.credit.buffer_bytes / rtt) * payload_share
 
 
+class CostTable(dict):
+    """Packet size -> its ``OutputPort.cost``: ``rule(wire)`` runs on the first look-up of a size
+    only (a run has one or two sizes), so the hot path pays one dict look-up per packet."""
+
+    __slots__ = ("rule",)
+
+    def __init__(self, rule) -> None:
+        super().__init__()
+        self.rule = rule
+
+    def __missing__(self, wire: int) -> tuple[int, float]:
+        cost = self[wire] = self.rule(wire)
+        return cost
+
+
 class OutputPort:
     """Sender side of one channel: requesters, arbiter, credit counter, serializer."""
 
     __slots__ = ("cid", "name", "events", "ledger", "eager", "down", "spb", "latency", "node_latency",
-                 "next_latency", "credits", "batcher", "credit_bytes", "full_wire", "full_k", "max_k",
-                 "max_bytes", "full_advance", "ret_lag", "rets", "busy_until", "wake_at", "blocked",
-                 "stall_since", "stall_s", "busy_s", "bytes", "sent", "reqs", "arbiter", "speedup",
+                 "next_latency", "credits", "batcher", "credit_bytes", "full_wire", "costs", "max_k",
+                 "max_bytes", "ret_lag", "rets", "ret_i", "ret_due", "ret_last", "back", "batched", "busy_until", "wake_at",
+                 "stall_since", "stall_s", "busy_s", "bytes", "reqs", "shared", "arbiter", "speedup",
                  "cut_through", "vc_at", "obs", "spare", "reverse", "response_spb")
 
     def __init__(self, channel: Channel, *, events: EventQueue, ledger: DeliveryLedger, eager: bool,
@@ -104,42 +119,54 @@ class OutputPort:
         instead of by an event when it lands (observers and fault injection need the events)."""
         self.down: InputBuffer | None = None
         """Receive buffer at the other end (set once the network has built it)."""
-        self.spb = spb
+        self.spb = float(spb)
         """Seconds per wire byte."""
-        self.latency = channel.latency_s
-        self.node_latency = node_latency
+        self.latency = float(channel.latency_s)
+        self.node_latency = float(node_latency)
         """Forwarding latency of the sending node (s): a tail cannot leave before tail-in + this."""
-        self.next_latency = next_latency
+        self.next_latency = float(next_latency)
         """Forwarding latency of the receiving node (s), added before it may forward a packet."""
         self.credits = credits
         self.batcher = batcher
         """Receiver side of this channel's credits (batching of returns)."""
+        self.batched = batcher.batch != 1
+        """Returns go back in batches (else every freed credit goes back at once)."""
         self.credit_bytes = channel.credit.credit_bytes
         self.full_wire = full_wire
         self.max_k = max_k
         """Most credits one packet may take (a packet bigger than the buffer takes all of it)."""
         self.max_bytes = max_k * channel.credit.credit_bytes
         """Usable buffer of one packet (bytes)."""
-        self.full_k, self.full_advance = self._cost(full_wire)
-        """Credits of a full packet and its coarse-mode advance (``cost``, precomputed)."""
-        self.ret_lag = ret_lag
+        self.costs = CostTable(self._cost)
+        """Wire bytes -> (credits, coarse-mode advance s): ``cost``, worked out once per size."""
+        self.ret_lag = float(ret_lag)
         """Credit return delay + reverse propagation (s)."""
         self.rets: list[tuple[float, int, int]] = []
-        """Credit updates on their way back: heap of (arrival time, vc, credits)."""
+        """Credit updates on their way back, sorted: (arrival time, vc, credits); the ones before
+        ``ret_i`` have been absorbed already (dropped in bulk, see ``_absorb``)."""
+        self.ret_i = 0
+        """Index in ``rets`` of the first update not yet absorbed."""
+        self.ret_due = INF
+        """Arrival time of the earliest update not yet absorbed (inf: none on the way)."""
+        self.ret_last = -INF
+        """Arrival time of the latest update in ``rets`` (-inf: none)."""
+        self.back = [0] * len(credits.used)
+        """Scratch of ``_absorb``: credits back per VC."""
         self.busy_until = -INF
         self.wake_at = INF
         """Time of the earliest wake-up already scheduled."""
-        self.blocked = False
-        """Had a packet to send but no credits at the last look."""
         self.stall_since = -1.0
+        """Start of the current credit stall (s), or -1: had a packet to send but no credits at the
+        last look since (``blocked``)."""
         self.stall_s = 0.0
         self.busy_s = 0.0
         self.bytes = 0
-        self.sent = 0
         self.reqs: list = []
         """Requesters in ascending rank (VOQs of inputs at this node or output queues, local injector)."""
+        self.shared = False
+        """More than one requester: after a packet the port looks again (another may be waiting)."""
         self.arbiter = arbiter
-        self.speedup = speedup
+        self.speedup = float(speedup)
         """Output crossbar: an input is busy for (serialization / speedup) per packet it feeds here."""
         self.cut_through = cut_through
         self.vc_at = vc_at
@@ -152,22 +179,32 @@ class OutputPort:
         self.response_spb = 0.0
         """Reverse-port seconds per payload byte sent here (``Channel.reverse_overhead`` x its s/B)."""
 
+    @property
+    def blocked(self) -> bool:
+        """Had a packet to send but no credits at the last look (a credit stall is open)."""
+        return self.stall_since >= 0.0
+
+    @property
+    def sent(self) -> int:
+        """Packets sent so far: each one was granted to exactly one requester."""
+        return sum(r.grants for r in self.reqs)
+
     def add_requester(self, req) -> None:
         """Register a VOQ, output queue or injector (kept sorted by rank)."""
         self.reqs.append(req)
         self.reqs.sort(key=lambda r: r.rank)
+        self.shared = len(self.reqs) > 1
 
     # -- the rules: what a packet costs, credits back, credits in -------------------------------
     def cost(self, wire: int) -> tuple[int, float]:
         """Credits a packet of ``wire`` bytes takes on this channel (capped at ``max_k``: a packet
         bigger than the buffer takes all of it), and how much earlier its space frees than its tail
-        leaves when it is bigger than the buffer (coarse mode, see ``release``)."""
-        if wire == self.full_wire:
-            return self.full_k, self.full_advance
-        return self._cost(wire)
+        leaves when it is bigger than the buffer (coarse mode, see ``release``). The hot path reads
+        ``costs[wire]``, the same rule remembered per size."""
+        return self.costs[wire]
 
     def _cost(self, wire: int) -> tuple[int, float]:
-        """The rule behind ``cost`` (which caches it for full packets)."""
+        """The rule behind ``cost`` (``CostTable`` calls it once per packet size)."""
         k = credits_for(wire, self.credit_bytes)
         if k <= self.max_k:
             return k, 0.0
@@ -188,30 +225,58 @@ class OutputPort:
         buffer. (Until this rule, the advance was (w - W) x s/B, which throttled units just above
         the buffer, e.g. 16 KiB on HGX H100's 16 KiB NVLink 4 buffer, to one unit per loop.)
         """
-        if wire == self.full_wire:  # cost(wire), precomputed for full packets
-            k, advance = self.full_k, self.full_advance
-        else:
-            k, advance = self.cost(wire)
-        batcher = self.batcher
-        if batcher.batch != 1:
-            k = batcher.free(vc, k)
-        if k:
-            t = t_free - advance + self.ret_lag
+        k, advance = self.costs[wire]
+        if self.batched:
+            k = self.batcher.free(vc, k)
+            if not k:
+                return
+        t = t_free - advance + self.ret_lag
+        if advance:  # coarse: the space may free before now, the credits cannot travel back in time
             now = self.events.now
             if t < now:
                 t = now
-            heappush(self.rets, (t, vc, k))
-            if self.blocked:
-                self.wake(t)
+        update = (t, vc, k)
+        if t > self.ret_last:  # the usual case: updates are made in the order they arrive
+            self.rets.append(update)
+            self.ret_last = t
+        else:  # same order as a heap of (time, vc, credits)
+            insort(self.rets, update, self.ret_i)
+        if t < self.ret_due:
+            self.ret_due = t
+        if self.stall_since >= 0.0:  # blocked: look again when the credits are back
+            self.wake(t)
 
     def _absorb(self, until: float) -> None:
-        """Take the credit updates that have arrived by ``until`` into the counter."""
-        rets, credits, obs = self.rets, self.credits, self.obs
-        while rets and rets[0][0] <= until:
-            t, vc, k = heappop(rets)
-            credits.give(vc, k)
-            if obs is not None:
-                obs.credits(self.cid, t, credits.available())
+        """Take the credit updates that have arrived by ``until`` into the counter: one ``give``
+        per VC for all of them (an observer sees each update as it lands)."""
+        rets, i = self.rets, self.ret_i
+        if self.ret_last <= until:  # all of them (the usual case for a port waiting on its credits)
+            due = rets[i:] if i else rets
+            self.rets, self.ret_i, self.ret_due, self.ret_last = [], 0, INF, -INF
+        else:  # those up to ``until`` (sorted by time)
+            j = bisect_right(rets, (until, INF), i)
+            if j == i:
+                return
+            due = rets[i:j]
+            self.ret_due = rets[j][0]
+            if j > 256:  # drop the absorbed updates now and then
+                del rets[:j]
+                j = 0
+            self.ret_i = j
+        credits, obs = self.credits, self.obs
+        if obs is not None or len(due) == 1:  # one by one: observed, or only one has landed
+            for t, vc, k in due:
+                credits.give(vc, k)
+                if obs is not None:
+                    obs.credits(self.cid, t, credits.available())
+        else:  # many: one ``give`` per VC
+            back = self.back
+            for _, vc, k in due:
+                back[vc] += k
+            for vc, k in enumerate(back):
+                if k:
+                    back[vc] = 0
+                    credits.give(vc, k)
 
     # -- wake-ups -------------------------------------------------------------------------------
     def wake(self, t: float) -> None:
@@ -241,15 +306,11 @@ class OutputPort:
         if self.busy_until > soon:
             self.wake(self.busy_until)
             return
-        rets = self.rets
-        if self.obs is not None and rets and rets[0][0] <= soon:
+        if self.obs is not None and self.ret_due <= soon:
             self._absorb(soon)  # observed: the credit timeline shows every update as it lands
         # requesters whose head may go now: its input's crossbar read is free and its credits fit
-        fits = self.credits.fits
-        vc_at = self.vc_at
-        full_wire, full_k = self.full_wire, self.full_k
+        credits = self.credits
         chosen = None
-        chosen_vc = chosen_k = 0
         cands = None
         xbar_next = INF
         starved = False
@@ -262,18 +323,19 @@ class OutputPort:
                 if xbar < xbar_next:
                     xbar_next = xbar
                 continue
-            # the packet's VC on this channel and its credits (``cost``; full packets precomputed)
-            vc = vc_at[p.hop + 1]
-            w = p.wire
-            k = full_k if w == full_wire else self.cost(w)[0]
-            if not fits(vc, k):
-                if rets and rets[0][0] <= soon:  # credits came back since the last look
+            # the packet's VC on this channel and its credits (``cost``)
+            vc = self.vc_at[p.hop + 1]
+            k = self.costs[p.wire][0]
+            if not credits.fits(vc, k):
+                if self.ret_due <= soon:  # credits came back since the last look
                     self._absorb(soon)
-                if not fits(vc, k):
+                if not credits.fits(vc, k):
                     starved = True
                     continue
             if chosen is None:
-                chosen, chosen_vc, chosen_k = r, vc, k
+                chosen = r
+                chosen_vc = vc
+                chosen_k = k
             else:  # a second candidate: the arbiter will decide
                 if cands is None:
                     cands = {chosen: (chosen_vc, chosen_k)}
@@ -290,11 +352,10 @@ class OutputPort:
         self._send(chosen, chosen_vc, chosen_k, now)
 
     def _stall(self, now: float) -> None:
-        self.blocked = True
-        if self.stall_since < 0:
+        if self.stall_since < 0.0:
             self.stall_since = now
-        if self.rets:
-            self.wake(self.rets[0][0])
+        if self.ret_due < INF:
+            self.wake(self.ret_due)
 
     def respond(self, nbytes: int, now: float) -> None:
         """The receiver answers ``nbytes`` of payload (write responses, acknowledgements): the
@@ -311,12 +372,12 @@ class OutputPort:
         p = r.pop()
         r.grants += 1
         self.credits.take(vc, k)
-        self.blocked = False
-        if self.stall_since >= 0:
+        if self.stall_since >= 0.0:
             self.stall_s += now - self.stall_since
             self.stall_since = -1.0
         end = now + p.wire * self.spb
-        if p.hop < 0:
+        hop = p.hop
+        if hop < 0:
             self.ledger.injected(p, now)  # the first byte left its source
         else:
             p.queue_s += now - p.t_ready
@@ -329,17 +390,16 @@ class OutputPort:
                 inbuf = r.inbuf
                 inbuf.xbar = now + (end - now) / self.speedup
                 inbuf.leave(p, end)
-        hop = p.hop + 1
+        hop += 1
         p.hop = hop
         self.busy_until = end
         self.busy_s += end - now
         self.bytes += p.bytes
-        self.sent += 1
         if self.reverse is not None:
             self.respond(p.bytes, now)
         t_tail = end + self.latency
         p.t_tail = t_tail
-        if hop == len(p.route) - 1:
+        if hop == p.last:
             # the sink frees the space when the tail arrives; known now, so the credits are queued
             # now (a coarse unit's return may precede its delivery, see ``release``)
             self.release(t_tail, vc, p.wire)
@@ -357,5 +417,5 @@ class OutputPort:
         if obs is not None:
             obs.link_busy(self.cid, now, end, p)
             obs.credits(self.cid, now, self.credits.available())
-        if len(self.reqs) > 1 or r.head is not None:
+        if self.shared or r.head is not None:
             self.wake(end)

@@ -8,10 +8,11 @@ class Packet:
     arrival (``callback`` is what ``EventQueue.run`` calls), so a hop costs no extra object.
     """
 
-    __slots__ = ("callback", "seq", "tid", "route", "hop", "bytes", "wire", "t_inject", "t_tail",
-                 "t_ready", "queue_s")
+    __slots__ = ("callback", "seq", "tid", "route", "last", "voqs", "hop", "bytes", "wire", "t_inject",
+                 "t_tail", "t_ready", "queue_s")
 
-    def __init__(self, seq: int, tid: int, route: tuple[int, ...], nbytes: int, wire: int) -> None:
+    def __init__(self, seq: int, tid: int, route: tuple[int, ...], nbytes: int, wire: int,
+                 voqs: list | None = None) -> None:
         self.callback = None
         """What the event queue calls with this packet when it lands (set by the port that sends it)."""
         self.seq = seq
@@ -19,6 +20,12 @@ class Packet:
         self.tid = tid
         self.route = route
         """Channel ids from source to destination."""
+        self.last = len(route) - 1
+        """Index in ``route`` of the final channel."""
+        self.voqs = [None] * len(route) if voqs is None else voqs
+        """Per route index i: the VOQ the packet waits in before channel ``route[i]``, once known
+        (``InputBuffer.arrive`` looks it up on the route's first packet; shared by the packets of
+        one flow)."""
         self.hop = -1
         """Index in ``route`` of the channel the packet is on (or last arrived over)."""
         self.bytes = nbytes

@@ -18,7 +18,7 @@ from simulator.engine.packet.switch import Endpoint
 class Flow:
     """The packets of one transfer that follow one route."""
 
-    __slots__ = ("tid", "route", "left", "last_bytes", "seq")
+    __slots__ = ("tid", "route", "left", "last_bytes", "seq", "voqs")
 
     def __init__(self, tid: int, route: tuple[int, ...], packets: int, last_bytes: int,
                  seq: list[int]) -> None:
@@ -30,6 +30,8 @@ class Flow:
         """Payload of this flow's final packet (the transfer's remainder, or a full packet)."""
         self.seq = seq
         """Shared one-element counter of the transfer's next packet number."""
+        self.voqs: list = [None] * len(route)
+        """The VOQs along the route, shared by the flow's packets (``Packet.voqs``)."""
 
 
 def split_packets(nbytes: int, packet_bytes: int, n_routes: int, offset: int) -> list[tuple[int, int, int]]:
@@ -51,7 +53,7 @@ class Injector:
     """Requester of one output port at a source node: round-robin over the flows starting there."""
 
     __slots__ = ("flows", "head", "inbuf", "rank", "weight", "grants", "name", "packet_bytes",
-                 "header_bytes", "seq_base")
+                 "header_bytes", "seq_base", "crossed")
 
     def __init__(self, rank: int, packet_bytes: int, header_bytes: int, seq_base: list[int]) -> None:
         self.flows: deque[Flow] = deque()
@@ -61,6 +63,8 @@ class Injector:
         self.weight = 1
         self.grants = 0
         self.name = "local"
+        self.crossed = False
+        """Injected packets are not in any switch (read only for packets past their first hop)."""
         self.packet_bytes = packet_bytes
         self.header_bytes = header_bytes
         self.seq_base = seq_base
@@ -81,26 +85,13 @@ class Injector:
         if flow.left:
             flows.append(flow)
         seq = flow.seq
-        p = Packet(self.seq_base[flow.tid] + seq[0], flow.tid, flow.route, nbytes, nbytes + self.header_bytes)
-        seq[0] += 1
-        return p
-
-    def pop(self) -> Packet:
-        """Hand out the head and make the next one (``_make`` inlined: runs once per packet)."""
-        p = self.head
-        flows = self.flows
-        if not flows:
-            self.head = None
-            return p
-        flow = flows.popleft()
-        left = flow.left = flow.left - 1
-        if left:
-            flows.append(flow)
-            nbytes = self.packet_bytes
-        else:
-            nbytes = flow.last_bytes
-        seq = flow.seq
         n = seq[0]
         seq[0] = n + 1
-        self.head = Packet(self.seq_base[flow.tid] + n, flow.tid, flow.route, nbytes, nbytes + self.header_bytes)
+        return Packet(self.seq_base[flow.tid] + n, flow.tid, flow.route, nbytes, nbytes + self.header_bytes,
+                      flow.voqs)
+
+    def pop(self) -> Packet:
+        """Hand out the head and make the next one."""
+        p = self.head
+        self.head = self._make()
         return p

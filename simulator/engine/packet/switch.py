@@ -54,14 +54,18 @@ class Scheduler(Protocol):
 class VirtualOutputQueue:
     """Packets at one input waiting for one (output channel, VC): one requester of that output."""
 
-    __slots__ = ("q", "head", "inbuf", "rank", "weight", "grants", "name", "nxt", "vc", "out", "oq")
-    crossed = False
-    """Packets here have not crossed the switch yet (see ``OutputQueue.crossed``)."""
+    __slots__ = ("q", "head", "inbuf", "rank", "weight", "grants", "name", "nxt", "vc", "port", "out", "oq",
+                 "crossed")
 
     def __init__(self, inbuf: "InputBuffer", nxt: int, vc: int) -> None:
+        self.crossed = False
+        """Packets here have not crossed the switch yet (see ``OutputQueue.crossed``; a slot, not a
+        class attribute: the hot path reads it per packet)."""
         self.q: deque[Packet] = deque()
+        """The packets behind the head."""
         self.head: Packet | None = None
-        """First packet, or None when empty (kept as a slot: the hot path reads it directly)."""
+        """First packet, or None when empty (kept apart from ``q``: the hot path reads it directly,
+        and a queue of one, the usual case, costs no deque operation)."""
         self.inbuf = inbuf
         self.rank = inbuf.cid
         """Arbitration order: the input channel id."""
@@ -74,25 +78,29 @@ class VirtualOutputQueue:
         """Channel id the packets leave on."""
         self.vc = vc
         """VC they take on it."""
+        self.port: Port | None = None
+        """Output crossbar: the port of channel ``nxt``, which this VOQ asks."""
         self.out = -1
         """Matching crossbar: index of the output at the scheduler."""
         self.oq: OutputQueue | None = None
         """Matching crossbar: the output queue the packets cross into."""
 
     def push(self, p: Packet) -> None:
-        self.q.append(p)
         if self.head is None:
             self.head = p
+        else:
+            self.q.append(p)
 
     def pop(self) -> Packet:
+        """Remove and return the head (there is one)."""
+        p = self.head
         q = self.q
-        p = q.popleft()
-        self.head = q[0] if q else None
+        self.head = q.popleft() if q else None
         return p
 
     def __len__(self) -> int:
         """Packets queued."""
-        return len(self.q)
+        return len(self.q) + (self.head is not None)
 
 
 class InputBuffer:
@@ -136,7 +144,8 @@ class InputBuffer:
         if q is None:
             q = self.voqs[key] = VirtualOutputQueue(self, nxt, vc)
             if self.sched is None:
-                self.ports[nxt].add_requester(q)
+                q.port = self.ports[nxt]
+                q.port.add_requester(q)
             else:
                 self.sched.add_voq(q)
         return q
@@ -144,7 +153,9 @@ class InputBuffer:
     def arrive(self, p: Packet) -> None:
         """``p`` may leave this node: queue it for its next channel and request that output."""
         hop = p.hop + 1
-        q = self.voq_for(p.route[hop], self.vc_at[hop])
+        q = p.voqs[hop]
+        if q is None:  # the route's first packet here: look its VOQ up once
+            q = p.voqs[hop] = self.voq_for(p.route[hop], self.vc_at[hop])
         self.held += 1
         if self.fifo:
             fifo = self.fifos[self.vc_at[p.hop]]
@@ -158,7 +169,7 @@ class InputBuffer:
             self.obs.queue(self.cid, self.events.now, self.held)
         # ask whoever decides: the output port now, or the scheduler at the next slot
         if self.sched is None:
-            self.ports[q.nxt].kick()
+            q.port.kick()
         else:
             self.sched.request(q, self.events.now)
 
@@ -207,12 +218,13 @@ class OutputQueue:
     frees when the port starts sending the packet (it moves to the serializer).
     """
 
-    __slots__ = ("q", "head", "inbuf", "rank", "weight", "grants", "name", "pool", "sched")
-    crossed = True
-    """Packets here already left their input buffer (credits upstream are on their way back)."""
+    __slots__ = ("q", "head", "inbuf", "rank", "weight", "grants", "name", "pool", "sched", "crossed")
 
     def __init__(self, sched: Scheduler, vc: int, pool: BufferPool, inbuf) -> None:
+        self.crossed = True
+        """Packets here already left their input buffer (credits upstream are on their way back)."""
         self.q: deque[Packet] = deque()
+        """The packets behind the head."""
         self.head: Packet | None = None
         self.inbuf = inbuf
         """An ``Endpoint``: no crossbar-read constraint at the output side."""
@@ -225,28 +237,26 @@ class OutputQueue:
 
     push = VirtualOutputQueue.push
     pop = VirtualOutputQueue.pop
+    __len__ = VirtualOutputQueue.__len__
 
     def has_room(self) -> bool:
         """True if the crossbar may deliver one more packet: the queue's own slot is free, or its pool has one."""
-        return not self.q or self.pool.free > 0
+        return self.head is None or self.pool.free > 0
 
     def add(self, p: Packet) -> None:
         """A packet crossed into the queue (takes the own slot, or one of the pool)."""
-        if self.q:
+        if self.head is not None:
             self.pool.free -= 1
         self.push(p)
 
     def sent(self, now: float) -> None:
         """The port took the head: its slot frees; a withheld request may now be matched."""
         pool = self.pool
-        if self.q:  # more than one packet was queued: a pool slot frees
+        if self.head is not None:  # more than one packet was queued: a pool slot frees
             pool.free += 1
         if pool.blocked:
             pool.blocked = False
             self.sched.poke(now)
-
-    def __len__(self) -> int:
-        return len(self.q)
 
 
 class Endpoint:
