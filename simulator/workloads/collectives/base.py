@@ -155,6 +155,8 @@ class PairFacts:
     """NCCL latency class of a step: ``network``, ``pcie`` or ``nvlink`` (see ``link_kind``)."""
     latency_s: float
     """Zero-load latency of the slowest equal-cost route (s)."""
+    even: bool
+    """Every link of the equal-cost routes serves one route (``route_weights`` all 1)."""
 
 
 def pair_facts(fabric: Fabric, src: str, dst: str) -> PairFacts:
@@ -166,7 +168,8 @@ def pair_facts(fabric: Fabric, src: str, dst: str) -> PairFacts:
         routes = equal_cost_routes(fabric, src, dst)
         kinds = {fabric.channels[c].fabric for r in routes for c in r}
         kind = next((k for k in ("network", "pcie") if k in kinds), "nvlink")
-        facts = fabric.route_cache[key] = PairFacts(kind, max(route_latency_s(fabric, r) for r in routes))
+        facts = fabric.route_cache[key] = PairFacts(kind, max(route_latency_s(fabric, r) for r in routes),
+                                                    bool(route_weights(routes).min() >= 1))
     return facts
 
 
@@ -190,7 +193,7 @@ def channel_paths(fabric: Fabric, src: str, dst: str, channel: int, channels: in
     on others. So do routes that share links unevenly (``route_weights``: a bundle that lost a
     link), whose bytes the engine then splits by weight."""
     routes = equal_cost_routes(fabric, src, dst)
-    if route_weights(routes).min() < 1:  # some links serve two routes (a bundle lost a link): spread
+    if not pair_facts(fabric, src, dst).even:  # some links serve two routes (a bundle lost a link): spread
         return routes
     if channels <= len(routes) and len(routes) % channels == 0:
         return routes[channel::channels]
