@@ -30,81 +30,33 @@ PREFERRED_FABRICS: tuple[frozenset[str], ...] = (frozenset({"nvlink"}),)
 
 Route = tuple[int, ...]
 
-_UNREACHED = -1
-
-
 class _Index:
-    """The channels of some fabric kinds as integer adjacency: successors and predecessors sorted by
-    node name (so routes come out in the same deterministic order as a name-sorted search), the
-    parallel channels of each node pair, and which nodes may forward. Built once per fabric and
-    channel set; per-destination hop distances are cached beside it (``distances_to``)."""
+    """The channels of some fabric kinds as integer adjacency, built once per fabric and channel
+    set (memory linear in links): the parallel channels of each node pair, and for every node its
+    successors and predecessors that may forward (not endpoints), sorted by node name so routes
+    come out in the same deterministic order as a name-sorted search. No per-destination state:
+    each pair is searched from both ends (``_layers``)."""
 
-    __slots__ = ("names", "of", "succ", "pred_ptr", "pred_idx", "parallel", "transit", "dist")
+    __slots__ = ("names", "of", "parallel", "fwd", "bwd")
 
     def __init__(self, fabric: Fabric, allowed: frozenset[str] | None) -> None:
         self.names = sorted(fabric.nodes)
         self.of = {n: i for i, n in enumerate(self.names)}
-        n = len(self.names)
-        succ: list[set[int]] = [set() for _ in range(n)]
-        pred: list[set[int]] = [set() for _ in range(n)]
+        transit = [fabric.nodes[m].kind not in _ENDPOINT_KINDS for m in self.names]
+        succ: list[set[int]] = [set() for _ in self.names]
+        pred: list[set[int]] = [set() for _ in self.names]
         self.parallel: dict[tuple[int, int], list[int]] = {}
         for ch in fabric.channels:  # in id order, so parallel lists are sorted
             if allowed is not None and ch.fabric not in allowed:
                 continue
             u, v = self.of[ch.src], self.of[ch.dst]
-            succ[u].add(v)
-            pred[v].add(u)
+            if transit[v]:
+                succ[u].add(v)
+            if transit[u]:
+                pred[v].add(u)
             self.parallel.setdefault((u, v), []).append(ch.id)
-        self.succ = [sorted(x) for x in succ]  # indices follow name order
-        counts = np.array([len(x) for x in pred], dtype=np.int64)
-        self.pred_ptr = np.concatenate(([0], np.cumsum(counts)))
-        self.pred_idx = np.array([u for x in pred for u in sorted(x)], dtype=np.int64)
-        self.transit = np.array([fabric.nodes[m].kind not in _ENDPOINT_KINDS for m in self.names], dtype=bool)
-        self.dist: dict[int, np.ndarray | tuple[np.ndarray, np.ndarray]] = {}
-
-    def distances_to(self, dst: int) -> np.ndarray:
-        """Hops from every node to ``dst`` over paths whose interior avoids endpoints (-1: none):
-        a breadth-first search backwards from ``dst``, one whole frontier per numpy step. Kept
-        compact (int8; only the reached nodes when they are few, as over NVLink alone), so the
-        cache costs about one byte per node and destination."""
-        kept = self.dist.get(dst)
-        if kept is None:
-            kept = self.dist[dst] = self._compact(self._search(dst))
-        if isinstance(kept, tuple):
-            dense = np.full(len(self.names), _UNREACHED, dtype=np.int8)
-            dense[kept[0]] = kept[1]
-            return dense
-        return kept
-
-    def _search(self, dst: int) -> np.ndarray:
-        dist = np.full(len(self.names), _UNREACHED, dtype=np.int32)
-        dist[dst] = 0
-        frontier, d = np.array([dst], dtype=np.int64), 0
-        ptr, idx = self.pred_ptr, self.pred_idx
-        while frontier.size:
-            d += 1
-            if d > 1:  # a non-transit node ends a path: it never relays
-                frontier = frontier[self.transit[frontier]]
-            starts, ends = ptr[frontier], ptr[frontier + 1]
-            lengths = ends - starts
-            if not lengths.sum():
-                break
-            gather = np.repeat(starts - np.cumsum(lengths) + lengths, lengths) + np.arange(lengths.sum())
-            preds = idx[gather]
-            fresh = np.zeros(len(dist), dtype=bool)
-            fresh[preds[dist[preds] == _UNREACHED]] = True  # deduplicated without sorting
-            frontier = np.flatnonzero(fresh)
-            dist[frontier] = d
-        return dist
-
-    @staticmethod
-    def _compact(dist: np.ndarray) -> np.ndarray | tuple[np.ndarray, np.ndarray]:
-        if dist.max() > np.iinfo(np.int8).max:
-            raise ValueError("routes longer than 127 hops are not supported")
-        reached = np.flatnonzero(dist != _UNREACHED)
-        if 8 * len(reached) < len(dist):
-            return reached.astype(np.int32), dist[reached].astype(np.int8)
-        return dist.astype(np.int8)
+        self.fwd = [sorted(x) for x in succ]  # indices follow name order
+        self.bwd = [sorted(x) for x in pred]
 
 
 def _index(fabric: Fabric, allowed: frozenset[str] | None) -> _Index:
@@ -129,15 +81,22 @@ def equal_cost_routes(fabric: Fabric, src: str, dst: str) -> tuple[Route, ...]:
 
 def hop_count(fabric: Fabric, src: str, dst: str) -> int:
     """Links on a shortest route from ``src`` to ``dst`` (the length of every route
-    ``equal_cost_routes`` gives), from the cached per-destination distances: no path enumeration."""
+    ``equal_cost_routes`` gives), from the same search without enumerating paths; cached on the
+    fabric per pair."""
     if src == dst:
         return 0
-    for allowed in (*PREFERRED_FABRICS, None):
-        index = _index(fabric, allowed)
-        d = int(index.distances_to(index.of[dst])[index.of[src]])
-        if d != _UNREACHED:
-            return d
-    raise nx.NetworkXNoPath(f"no route from {src} to {dst}")
+    key = ("routing.hops", src, dst)
+    hops = fabric.route_cache.get(key)
+    if hops is None:
+        for allowed in (*PREFERRED_FABRICS, None):
+            index = _index(fabric, allowed)
+            layers = _layers(index, index.of[src], index.of[dst], prune=False)
+            if layers is not None:
+                hops = fabric.route_cache[key] = len(layers) - 1
+                break
+        else:
+            raise nx.NetworkXNoPath(f"no route from {src} to {dst}")
+    return hops
 
 
 def _compute_routes(fabric: Fabric, src: str, dst: str) -> tuple[Route, ...]:
@@ -163,13 +122,75 @@ def _routes_over(fabric: Fabric, src: str, dst: str, allowed: frozenset[str] | N
     return tuple(routes)
 
 
+def _layers(index: _Index, src: int, dst: int, prune: bool = True) -> list[list[int]] | None:
+    """The nodes on shortest ``src`` -> ``dst`` paths whose interior avoids endpoints, by hops from
+    ``src`` (layer 0 is ``[src]``, the last ``[dst]``), each layer sorted by name; None when no
+    such path exists. ``prune=False``: only the right number of layers (for the hop count).
+
+    A breadth-first search from both ends, each step growing the smaller frontier by one hop, until
+    the two meet: with forward depth a and backward depth b at the first meeting, every shortest
+    path has length a + b (a shorter one would have met a step earlier), so both searches stay
+    within a few hops of their end instead of sweeping the fabric. Then the layers are trimmed to
+    the nodes that lie on such a path: backwards from the meeting layer on the forward side,
+    forwards from it on the backward side."""
+    parallel, fwd, bwd = index.parallel, index.fwd, index.bwd
+    dist_f, dist_b = {src: 0}, {dst: 0}
+    front_f, front_b = [src], [dst]
+    levels_f, levels_b = [front_f], [front_b]
+    met: list[int] = []
+    while not met:
+        if not front_f or not front_b:
+            return None
+        if len(front_f) <= len(front_b):  # grow the forward side by one hop
+            depth, nxt = len(levels_f), []
+            for u in front_f:
+                for w in fwd[u]:
+                    if w not in dist_f:
+                        dist_f[w] = depth
+                        nxt.append(w)
+                if dst not in dist_f and (u, dst) in parallel:
+                    dist_f[dst] = depth
+                    nxt.append(dst)
+            front_f = nxt
+            levels_f.append(nxt)
+            met = [w for w in nxt if w in dist_b]
+        else:  # grow the backward side
+            depth, nxt = len(levels_b), []
+            for v in front_b:
+                for w in bwd[v]:
+                    if w not in dist_b:
+                        dist_b[w] = depth
+                        nxt.append(w)
+                if src not in dist_b and (src, v) in parallel:
+                    dist_b[src] = depth
+                    nxt.append(src)
+            front_b = nxt
+            levels_b.append(nxt)
+            met = [w for w in nxt if w in dist_f]
+    a, b = len(levels_f) - 1, len(levels_b) - 1
+    hops = a + b
+    if not prune:
+        return [[]] * (hops + 1)
+    layers: list[list[int]] = [[] for _ in range(hops + 1)]
+    layers[a] = sorted(u for u in levels_f[a] if dist_b.get(u) == b)
+    for k in range(a - 1, -1, -1):  # forward side: nodes with a successor on a shortest path
+        on = set(layers[k + 1])
+        layers[k] = sorted(u for u in levels_f[k]
+                           if any(w in on for w in fwd[u]) or (dst in on and (u, dst) in parallel))
+    for k in range(a + 1, hops + 1):  # backward side: nodes with a predecessor on a shortest path
+        on = set(layers[k - 1])
+        layers[k] = sorted(w for w in levels_b[hops - k]
+                           if any(v in on for v in bwd[w]) or (src in on and (src, w) in parallel))
+    return layers
+
+
 def _shortest_node_paths(index: _Index, src: int, dst: int) -> list[list[int]]:
     """Shortest-hop node paths whose interior avoids endpoints, at most MAX_NODE_PATHS, in name
     order (depth first over name-sorted successors)."""
-    dist = index.distances_to(dst).tolist()
-    if dist[src] == _UNREACHED:
+    layers = _layers(index, src, dst)
+    if layers is None:
         raise nx.NetworkXNoPath(f"no route from {index.names[src]} to {index.names[dst]}")
-    succ, transit = index.succ, index.transit.tolist()
+    parallel = index.parallel
     paths: list[list[int]] = []
 
     def walk(path: list[int]) -> None:
@@ -179,14 +200,8 @@ def _shortest_node_paths(index: _Index, src: int, dst: int) -> list[list[int]]:
         if u == dst:
             paths.append(list(path))
             return
-        want = dist[u] - 1
-        if want == 0:  # one hop from dst means a link to it: no need to scan u's successors
-            path.append(dst)
-            walk(path)
-            path.pop()
-            return
-        for w in succ[u]:
-            if dist[w] == want and (w == dst or transit[w]):
+        for w in layers[len(path)]:
+            if (u, w) in parallel:
                 path.append(w)
                 walk(path)
                 path.pop()
