@@ -16,6 +16,9 @@ short as the one through an NVSwitch. Other pairs route over all channels.
 
 from __future__ import annotations
 
+from collections import Counter
+from itertools import chain
+
 import networkx as nx
 import numpy as np
 
@@ -115,10 +118,14 @@ def _routes_over(fabric: Fabric, src: str, dst: str, allowed: frozenset[str] | N
     shortest node paths, parallel links are dealt out diagonally (module docstring)."""
     index = _index(fabric, allowed)
     routes: list[Route] = []
+    parallel = index.parallel
     for path in _shortest_node_paths(index, index.of[src], index.of[dst]):
-        hops = [index.parallel[(u, v)] for u, v in zip(path, path[1:])]
-        width = max(len(h) for h in hops)
-        routes.extend(tuple(h[j % len(h)] for h in hops) for j in range(width))
+        hops = [parallel[(u, v)] for u, v in zip(path, path[1:])]
+        width = max(map(len, hops))
+        if width == 1:
+            routes.append(tuple(h[0] for h in hops))
+        else:
+            routes.extend(tuple(h[j % len(h)] for h in hops) for j in range(width))
     return tuple(routes)
 
 
@@ -190,23 +197,29 @@ def _shortest_node_paths(index: _Index, src: int, dst: int) -> list[list[int]]:
     layers = _layers(index, src, dst)
     if layers is None:
         raise nx.NetworkXNoPath(f"no route from {index.names[src]} to {index.names[dst]}")
-    parallel = index.parallel
+    parallel, last = index.parallel, len(layers) - 1
+    nexts: dict[int, list[int]] = {}  # a node sits in one layer: its next hops are found once
+
+    def next_of(u: int, k: int) -> list[int]:
+        out = nexts.get(u)
+        if out is None:
+            out = nexts[u] = [w for w in layers[k] if (u, w) in parallel]
+        return out
+
     paths: list[list[int]] = []
-
-    def walk(path: list[int]) -> None:
-        if len(paths) >= MAX_NODE_PATHS:
-            return
-        u = path[-1]
-        if u == dst:
-            paths.append(list(path))
-            return
-        for w in layers[len(path)]:
-            if (u, w) in parallel:
-                path.append(w)
-                walk(path)
-                path.pop()
-
-    walk([src])
+    path, stack = [src], [iter(next_of(src, 1))]
+    while stack:
+        w = next(stack[-1], None)
+        if w is None:
+            stack.pop()
+            path.pop()
+        elif len(path) == last:  # w is dst
+            paths.append([*path, w])
+            if len(paths) >= MAX_NODE_PATHS:
+                break
+        else:
+            path.append(w)
+            stack.append(iter(next_of(w, len(path))))
     return paths
 
 
@@ -217,22 +230,21 @@ def route_weights(routes: tuple[Route, ...] | list[Route]) -> np.ndarray:
     are not (HGX GPU 0 with 4 of its 5 links to a switch left: 5 routes over 4 links), a link used
     by u routes gets 1/u on each, so a route's weight is 1 / (most routes sharing any of its links).
     The flow engine splits a transfer's bytes in proportion to rate x weight."""
-    uses: dict[int, int] = {}
-    for r in routes:
-        for c in r:
-            uses[c] = uses.get(c, 0) + 1
+    uses = Counter(chain.from_iterable(routes))
+    if len(uses) == sum(map(len, routes)):  # no link serves two routes
+        return np.ones(len(routes))
     weights = np.array([1.0 / max((uses[c] for c in r), default=1) for r in routes])
     return weights / weights.max() if len(weights) else weights
 
 
 def route_latency_s(fabric: Fabric, route: Route) -> float:
     """Zero-load latency of a route: link latencies plus forwarding latency of transit switches."""
+    channels, nodes = fabric.channels, fabric.nodes
     total = 0.0
     for cid in route:
-        ch = fabric.channels[cid]
-        total += ch.latency_s
+        total += channels[cid].latency_s
     for cid in route[:-1]:
-        total += fabric.nodes[fabric.channels[cid].dst].latency_s
+        total += nodes[channels[cid].dst].latency_s
     return total
 
 

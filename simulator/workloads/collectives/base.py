@@ -14,6 +14,7 @@ bytes back to back in both (tests/test_workloads_granularity.py checks they agre
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from itertools import chain
 from typing import Literal
 
 from simulator.engine.transfer import Transfer, Workload
@@ -166,7 +167,7 @@ def pair_facts(fabric: Fabric, src: str, dst: str) -> PairFacts:
     facts = fabric.route_cache.get(key)
     if facts is None:
         routes = equal_cost_routes(fabric, src, dst)
-        kinds = {fabric.channels[c].fabric for r in routes for c in r}
+        kinds = {fabric.channels[c].fabric for c in set(chain.from_iterable(routes))}
         kind = next((k for k in ("network", "pcie") if k in kinds), "nvlink")
         facts = fabric.route_cache[key] = PairFacts(kind, max(route_latency_s(fabric, r) for r in routes),
                                                     bool(route_weights(routes).min() >= 1))
