@@ -37,10 +37,11 @@ class _Index:
     """The channels of some fabric kinds as integer adjacency, built once per fabric and channel
     set (memory linear in links): the parallel channels of each node pair, and for every node its
     successors and predecessors that may forward (not endpoints), sorted by node name so routes
-    come out in the same deterministic order as a name-sorted search. No per-destination state:
-    each pair is searched from both ends (``_layers``)."""
+    come out in the same deterministic order as a name-sorted search. Each pair is searched from
+    both ends (``_layers``); the few hops around a node that its searches explore are kept
+    (``_Ball``, at most BALL_NODES nodes each), as every GPU is an end of many pairs."""
 
-    __slots__ = ("names", "of", "parallel", "fwd", "bwd")
+    __slots__ = ("names", "of", "parallel", "fwd", "bwd", "out_balls", "in_balls")
 
     def __init__(self, fabric: Fabric, allowed: frozenset[str] | None) -> None:
         self.names = sorted(fabric.nodes)
@@ -60,6 +61,56 @@ class _Index:
             self.parallel.setdefault((u, v), []).append(ch.id)
         self.fwd = [sorted(x) for x in succ]  # indices follow name order
         self.bwd = [sorted(x) for x in pred]
+        self.out_balls: dict[int, _Ball] = {}
+        self.in_balls: dict[int, _Ball] = {}
+
+    def ball(self, node: int, out: bool) -> _Ball:
+        """The breadth-first search from ``node`` along (``out``) or against the channels, as far
+        as it has been grown: kept while it holds at most BALL_NODES nodes (memory linear in nodes)."""
+        balls = self.out_balls if out else self.in_balls
+        ball = balls.get(node)
+        if ball is None:
+            ball = _Ball(node, self.fwd if out else self.bwd)
+            if len(ball.dist) <= BALL_NODES:
+                balls[node] = ball
+        return ball
+
+    def forget_large(self, *balls: _Ball) -> None:
+        """Drop the cached balls that grew past BALL_NODES."""
+        for ball, cache in zip(balls, (self.out_balls, self.in_balls)):
+            if len(ball.dist) > BALL_NODES:
+                cache.pop(ball.levels[0][0], None)
+
+
+BALL_NODES = 256
+"""Most nodes a cached search ball may hold (a GPU's balls, to the spines of a two-tier fabric, hold
+about 90)."""
+
+
+class _Ball:
+    """Breadth-first levels from one node over forwarding nodes only (``adjacency``: the index's
+    ``fwd`` or ``bwd``): ``levels[k]`` are the nodes first reached after k hops, ``dist`` their hops."""
+
+    __slots__ = ("levels", "dist", "adjacency")
+
+    def __init__(self, node: int, adjacency: list[list[int]]) -> None:
+        self.levels = [[node], list(adjacency[node])]
+        self.dist = {node: 0}
+        for w in self.levels[1]:
+            self.dist.setdefault(w, 1)
+        self.levels[1] = [w for w in self.levels[1] if self.dist[w] == 1]
+        self.adjacency = adjacency
+
+    def grow(self) -> None:
+        """Add the next level (empty when the search has reached everything)."""
+        dist, depth, nxt = self.dist, len(self.levels), []
+        adjacency = self.adjacency
+        for u in self.levels[-1]:
+            for w in adjacency[u]:
+                if w not in dist:
+                    dist[w] = depth
+                    nxt.append(w)
+        self.levels.append(nxt)
 
 
 def _index(fabric: Fabric, allowed: frozenset[str] | None) -> _Index:
@@ -117,10 +168,11 @@ def _routes_over(fabric: Fabric, src: str, dst: str, allowed: frozenset[str] | N
     """Shortest-hop routes using only channels of the ``allowed`` fabrics (None: all). Among
     shortest node paths, parallel links are dealt out diagonally (module docstring)."""
     index = _index(fabric, allowed)
+    single, paths = _shortest_paths(index, index.of[src], index.of[dst])
+    if single:
+        return tuple(paths)
     routes: list[Route] = []
-    parallel = index.parallel
-    for path in _shortest_node_paths(index, index.of[src], index.of[dst]):
-        hops = [parallel[(u, v)] for u, v in zip(path, path[1:])]
+    for hops in paths:
         width = max(map(len, hops))
         if width == 1:
             routes.append(tuple(h[0] for h in hops))
@@ -134,93 +186,84 @@ def _layers(index: _Index, src: int, dst: int, prune: bool = True) -> list[list[
     ``src`` (layer 0 is ``[src]``, the last ``[dst]``), each layer sorted by name; None when no
     such path exists. ``prune=False``: only the right number of layers (for the hop count).
 
-    A breadth-first search from both ends, each step growing the smaller frontier by one hop, until
-    the two meet: with forward depth a and backward depth b at the first meeting, every shortest
-    path has length a + b (a shorter one would have met a step earlier), so both searches stay
-    within a few hops of their end instead of sweeping the fabric. Then the layers are trimmed to
-    the nodes that lie on such a path: backwards from the meeting layer on the forward side,
-    forwards from it on the backward side."""
-    parallel, fwd, bwd = index.parallel, index.fwd, index.bwd
-    dist_f, dist_b = {src: 0}, {dst: 0}
-    front_f, front_b = [src], [dst]
-    levels_f, levels_b = [front_f], [front_b]
-    met: list[int] = []
+    A breadth-first search from both ends over forwarding nodes, each step growing the smaller
+    frontier by one hop, until the two meet: with forward depth a and backward depth b (both at
+    least 1) at the first meeting, every shortest path has length a + b (a shorter one would have
+    met a step earlier), so both searches stay within a few hops of their end instead of sweeping
+    the fabric. Then the layers are trimmed to the nodes that lie on such a path: backwards from
+    the meeting layer on the forward side, forwards from it on the backward side."""
+    if (src, dst) in index.parallel:
+        return [[src], [dst]]
+    fwd, bwd = index.fwd, index.bwd
+    out, into = index.ball(src, out=True), index.ball(dst, out=False)
+    a = b = 1
+    met = _meets(out.levels[1], into.dist, 1) or _meets(into.levels[1], out.dist, 1)
     while not met:
-        if not front_f or not front_b:
+        if not out.levels[a] or not into.levels[b]:
+            index.forget_large(out, into)
             return None
-        if len(front_f) <= len(front_b):  # grow the forward side by one hop
-            depth, nxt = len(levels_f), []
-            for u in front_f:
-                for w in fwd[u]:
-                    if w not in dist_f:
-                        dist_f[w] = depth
-                        nxt.append(w)
-                if dst not in dist_f and (u, dst) in parallel:
-                    dist_f[dst] = depth
-                    nxt.append(dst)
-            front_f = nxt
-            levels_f.append(nxt)
-            met = [w for w in nxt if w in dist_b]
-        else:  # grow the backward side
-            depth, nxt = len(levels_b), []
-            for v in front_b:
-                for w in bwd[v]:
-                    if w not in dist_b:
-                        dist_b[w] = depth
-                        nxt.append(w)
-                if src not in dist_b and (src, v) in parallel:
-                    dist_b[src] = depth
-                    nxt.append(src)
-            front_b = nxt
-            levels_b.append(nxt)
-            met = [w for w in nxt if w in dist_f]
-    a, b = len(levels_f) - 1, len(levels_b) - 1
+        if len(out.levels[a]) <= len(into.levels[b]):  # grow the smaller frontier
+            a += 1
+            if len(out.levels) <= a:
+                out.grow()
+            met = _meets(out.levels[a], into.dist, b)
+        else:
+            b += 1
+            if len(into.levels) <= b:
+                into.grow()
+            met = _meets(into.levels[b], out.dist, a)
+    index.forget_large(out, into)
     hops = a + b
     if not prune:
         return [[]] * (hops + 1)
+    dist_b = into.dist
     layers: list[list[int]] = [[] for _ in range(hops + 1)]
-    layers[a] = sorted(u for u in levels_f[a] if dist_b.get(u) == b)
+    layers[a] = sorted(u for u in out.levels[a] if dist_b.get(u) == b)
     for k in range(a - 1, -1, -1):  # forward side: nodes with a successor on a shortest path
         on = set(layers[k + 1])
-        layers[k] = sorted(u for u in levels_f[k]
-                           if any(w in on for w in fwd[u]) or (dst in on and (u, dst) in parallel))
+        layers[k] = sorted(u for u in out.levels[k] if any(w in on for w in fwd[u]))
     for k in range(a + 1, hops + 1):  # backward side: nodes with a predecessor on a shortest path
         on = set(layers[k - 1])
-        layers[k] = sorted(w for w in levels_b[hops - k]
-                           if any(v in on for v in bwd[w]) or (src in on and (src, w) in parallel))
+        layers[k] = sorted(w for w in into.levels[hops - k] if any(v in on for v in bwd[w]))
     return layers
 
 
-def _shortest_node_paths(index: _Index, src: int, dst: int) -> list[list[int]]:
-    """Shortest-hop node paths whose interior avoids endpoints, at most MAX_NODE_PATHS, in name
-    order (depth first over name-sorted successors)."""
+def _meets(level: list[int], dist: dict[int, int], most: int) -> bool:
+    """Whether a node of ``level`` is at most ``most`` hops into the other search (``dist``)."""
+    for w in level:
+        d = dist.get(w)
+        if d is not None and d <= most:
+            return True
+    return False
+
+
+def _shortest_paths(index: _Index, src: int, dst: int) -> tuple[bool, list[tuple]]:
+    """Shortest-hop paths whose interior avoids endpoints, at most MAX_NODE_PATHS, in name order
+    (the order of a depth-first walk over name-sorted successors). Each path is its hops' lists of
+    parallel channels, or, when every hop of every path is a single link (first value True), its
+    channel ids: then each path is one route. Built backwards from ``dst``, layer by layer: the
+    first paths from a node are its name-ordered next hops, each followed by that hop's first
+    paths, so every node's list is made once and cut at MAX_NODE_PATHS."""
     layers = _layers(index, src, dst)
     if layers is None:
         raise nx.NetworkXNoPath(f"no route from {index.names[src]} to {index.names[dst]}")
-    parallel, last = index.parallel, len(layers) - 1
-    nexts: dict[int, list[int]] = {}  # a node sits in one layer: its next hops are found once
-
-    def next_of(u: int, k: int) -> list[int]:
-        out = nexts.get(u)
-        if out is None:
-            out = nexts[u] = [w for w in layers[k] if (u, w) in parallel]
-        return out
-
-    paths: list[list[int]] = []
-    path, stack = [src], [iter(next_of(src, 1))]
-    while stack:
-        w = next(stack[-1], None)
-        if w is None:
-            stack.pop()
-            path.pop()
-        elif len(path) == last:  # w is dst
-            paths.append([*path, w])
-            if len(paths) >= MAX_NODE_PATHS:
-                break
-        else:
-            path.append(w)
-            stack.append(iter(next_of(w, len(path))))
-    return paths
+    parallel = index.parallel
+    nexts: dict[int, list[tuple[int, list[int]]]] = {}
+    for k in range(len(layers) - 1):
+        for u in layers[k]:
+            nexts[u] = [(w, parallel[(u, w)]) for w in layers[k + 1] if (u, w) in parallel]
+    single = all(len(hop) == 1 for hops in nexts.values() for _, hop in hops)
+    tails: dict[int, list[tuple]] = {dst: [()]}
+    for k in range(len(layers) - 2, -1, -1):
+        for u in layers[k]:
+            out: list[tuple] = []
+            for w, hop in nexts[u]:
+                head = (hop[0],) if single else (hop,)
+                out += [head + tail for tail in tails[w]]
+                if len(out) >= MAX_NODE_PATHS:
+                    break
+            tails[u] = out[:MAX_NODE_PATHS]
+    return single, tails[src]
 
 
 def route_weights(routes: tuple[Route, ...] | list[Route]) -> np.ndarray:
