@@ -197,7 +197,7 @@ def _layers(index: _Index, src: int, dst: int, prune: bool = True) -> list[list[
     fwd, bwd = index.fwd, index.bwd
     out, into = index.ball(src, out=True), index.ball(dst, out=False)
     a = b = 1
-    met = _meets(out.levels[1], into.dist, 1) or _meets(into.levels[1], out.dist, 1)
+    met = _meets(out.levels[1], into, 1) or _meets(into.levels[1], out, 1)
     while not met:
         if not out.levels[a] or not into.levels[b]:
             index.forget_large(out, into)
@@ -206,12 +206,12 @@ def _layers(index: _Index, src: int, dst: int, prune: bool = True) -> list[list[
             a += 1
             if len(out.levels) <= a:
                 out.grow()
-            met = _meets(out.levels[a], into.dist, b)
+            met = _meets(out.levels[a], into, b)
         else:
             b += 1
             if len(into.levels) <= b:
                 into.grow()
-            met = _meets(into.levels[b], out.dist, a)
+            met = _meets(into.levels[b], out, a)
     index.forget_large(out, into)
     hops = a + b
     if not prune:
@@ -228,8 +228,11 @@ def _layers(index: _Index, src: int, dst: int, prune: bool = True) -> list[list[
     return layers
 
 
-def _meets(level: list[int], dist: dict[int, int], most: int) -> bool:
-    """Whether a node of ``level`` is at most ``most`` hops into the other search (``dist``)."""
+def _meets(level: list[int], ball: _Ball, most: int) -> bool:
+    """Whether a node of ``level`` is at most ``most`` hops into the other search (``ball``)."""
+    if len(ball.levels) <= most + 1:  # the ball holds nothing farther
+        return not ball.dist.keys().isdisjoint(level)
+    dist = ball.dist
     for w in level:
         d = dist.get(w)
         if d is not None and d <= most:
