@@ -41,7 +41,7 @@ class _Index:
     both ends (``_layers``); the few hops around a node that its searches explore are kept
     (``_Ball``, at most BALL_NODES nodes each), as every GPU is an end of many pairs."""
 
-    __slots__ = ("names", "of", "parallel", "fwd", "bwd", "out_balls", "in_balls")
+    __slots__ = ("names", "of", "parallel", "single_links", "fwd", "bwd", "out_balls", "in_balls")
 
     def __init__(self, fabric: Fabric, allowed: frozenset[str] | None) -> None:
         self.names = sorted(fabric.nodes)
@@ -59,6 +59,7 @@ class _Index:
             if transit[u]:
                 pred[v].add(u)
             self.parallel.setdefault((u, v), []).append(ch.id)
+        self.single_links = all(len(hop) == 1 for hop in self.parallel.values())  # every path is one route
         self.fwd = [sorted(x) for x in succ]  # indices follow name order
         self.bwd = [sorted(x) for x in pred]
         self.out_balls: dict[int, _Ball] = {}
@@ -254,8 +255,8 @@ def _shortest_paths(index: _Index, src: int, dst: int) -> tuple[bool, list[tuple
     nexts: dict[int, list[tuple[int, list[int]]]] = {}
     for k in range(len(layers) - 1):
         for u in layers[k]:
-            nexts[u] = [(w, parallel[(u, w)]) for w in layers[k + 1] if (u, w) in parallel]
-    single = all(len(hop) == 1 for hops in nexts.values() for _, hop in hops)
+            nexts[u] = [(w, hop) for w in layers[k + 1] if (hop := parallel.get((u, w))) is not None]
+    single = index.single_links or all(len(hop) == 1 for hops in nexts.values() for _, hop in hops)
     tails: dict[int, list[tuple]] = {dst: [()]}
     for k in range(len(layers) - 2, -1, -1):
         for u in layers[k]:
@@ -285,12 +286,17 @@ def route_weights(routes: tuple[Route, ...] | list[Route]) -> np.ndarray:
 
 def route_latency_s(fabric: Fabric, route: Route) -> float:
     """Zero-load latency of a route: link latencies plus forwarding latency of transit switches."""
-    channels, nodes = fabric.channels, fabric.nodes
+    key = ("routing.latencies",)
+    parts = fabric.route_cache.get(key)
+    if parts is None:  # per channel: its latency, and the forwarding latency of the node it enters
+        parts = fabric.route_cache[key] = ([c.latency_s for c in fabric.channels],
+                                           [fabric.nodes[c.dst].latency_s for c in fabric.channels])
+    link, forward = parts
     total = 0.0
     for cid in route:
-        total += channels[cid].latency_s
+        total += link[cid]
     for cid in route[:-1]:
-        total += nodes[channels[cid].dst].latency_s
+        total += forward[cid]
     return total
 
 
