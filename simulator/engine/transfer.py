@@ -7,16 +7,19 @@ this module, engines never import workloads.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 
-@dataclass(frozen=True, slots=True)
-class Transfer:
+class Transfer(NamedTuple):
     """Move ``bytes`` from node ``src`` to node ``dst`` once every transfer in ``deps`` has finished
     and a further ``delay_s`` has passed.
 
     ``bytes == 0`` is a pure delay (kernel compute, protocol latency) on ``src``; it finishes
     ``delay_s`` after its deps. ``paths`` optionally pins the equal-cost paths (each a tuple of
     channel ids) the data is spread over; ``None`` lets the engine route over all shortest paths.
+
+    Immutable, and a named tuple rather than a frozen dataclass: a collective on a thousand GPUs
+    makes hundreds of thousands, and a named tuple is built about six times faster.
     """
 
     id: int
@@ -47,7 +50,7 @@ class Workload:
         for i, t in enumerate(self.transfers):
             if t.id != i:
                 raise ValueError(f"transfer ids must be 0..N-1 in order; got {t.id} at {i}")
-            if any(d >= i or d < 0 for d in t.deps):
+            if t.deps and (max(t.deps) >= i or min(t.deps) < 0):
                 raise ValueError(f"transfer {i} depends on a later or unknown transfer: {t.deps}")
             if t.bytes < 0 or t.delay_s < 0 or t.rate_Bps < 0:
                 raise ValueError(f"transfer {i} has negative bytes, delay or rate")

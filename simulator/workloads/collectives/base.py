@@ -14,6 +14,7 @@ bytes back to back in both (tests/test_workloads_granularity.py checks they agre
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from itertools import chain
 from typing import Literal
 
 from simulator.engine.transfer import Transfer, Workload
@@ -151,10 +152,14 @@ class DagBuilder:
 class PairFacts:
     """What the builders ask about one (src, dst) pair, computed once per fabric."""
 
+    routes: tuple[Route, ...]
+    """The pair's equal-cost routes (``routing.equal_cost_routes``)."""
     kind: str
     """NCCL latency class of a step: ``network``, ``pcie`` or ``nvlink`` (see ``link_kind``)."""
     latency_s: float
     """Zero-load latency of the slowest equal-cost route (s)."""
+    even: bool
+    """Every link of the equal-cost routes serves one route (``route_weights`` all 1)."""
 
 
 def pair_facts(fabric: Fabric, src: str, dst: str) -> PairFacts:
@@ -164,9 +169,10 @@ def pair_facts(fabric: Fabric, src: str, dst: str) -> PairFacts:
     facts = fabric.route_cache.get(key)
     if facts is None:
         routes = equal_cost_routes(fabric, src, dst)
-        kinds = {fabric.channels[c].fabric for r in routes for c in r}
+        kinds = {fabric.channels[c].fabric for c in set(chain.from_iterable(routes))}
         kind = next((k for k in ("network", "pcie") if k in kinds), "nvlink")
-        facts = fabric.route_cache[key] = PairFacts(kind, max(route_latency_s(fabric, r) for r in routes))
+        facts = fabric.route_cache[key] = PairFacts(routes, kind, max(route_latency_s(fabric, r) for r in routes),
+                                                    bool(route_weights(routes).min() >= 1))
     return facts
 
 
@@ -189,8 +195,9 @@ def channel_paths(fabric: Fabric, src: str, dst: str, channel: int, channels: in
     planes: dealing 18 routes to 16 channels would put two channels' worth on some links and one
     on others. So do routes that share links unevenly (``route_weights``: a bundle that lost a
     link), whose bytes the engine then splits by weight."""
-    routes = equal_cost_routes(fabric, src, dst)
-    if route_weights(routes).min() < 1:  # some links serve two routes (a bundle lost a link): spread
+    facts = pair_facts(fabric, src, dst)
+    routes = facts.routes
+    if not facts.even:  # some links serve two routes (a bundle lost a link): spread
         return routes
     if channels <= len(routes) and len(routes) % channels == 0:
         return routes[channel::channels]

@@ -44,21 +44,21 @@ def ring_phase(dag: DagBuilder, spec: CollectiveSpec, ring: tuple[str, ...], ste
         _chunked(dag, spec, orders, steps, per_channel, after, tag, base_s, done, program)
         return done
     local = spec.ring_local_s(program, m, per_channel)
-    latencies: dict[tuple[str, ...], tuple[float, float]] = {}  # channels repeat the same few orders
+    per_order: dict[tuple[str, ...], tuple[float, list]] = {}  # channels repeat the same few orders
     wire = spec.wire(steps * per_channel)
     for c in range(C):
         ring = orders[c]
-        if ring not in latencies:
-            latencies[ring] = edge_latency(spec, *ring_edges(spec, ring))
-        hop, lat = latencies[ring]
-        for i, src in enumerate(ring):
-            dst = ring[(i + 1) % m]
-            if not spec.builds(src, dst):
-                continue
-            tid = dag.add(src, dst, wire, after.get(src, []) + after.get(dst, []),
-                          base_s + steps * hop + (steps - 1) * lat + local,
-                          channel_paths(spec.fabric, src, dst, c, C), f"{tag}.ch{c}.r{i}",
-                          spec.cta_Bps(src, dst, ring=(program, m)))
+        known = per_order.get(ring)
+        if known is None:  # the order's step delay and its built edges: (index, src, dst, deps, rate)
+            hop, lat = edge_latency(spec, *ring_edges(spec, ring))
+            known = per_order[ring] = (
+                base_s + steps * hop + (steps - 1) * lat + local,
+                [(i, src, dst, after.get(src, []) + after.get(dst, []), spec.cta_Bps(src, dst, ring=(program, m)))
+                 for i, (src, dst) in enumerate(zip(ring, ring[1:] + ring[:1])) if spec.builds(src, dst)])
+        delay, edges = known
+        for i, src, dst, deps, rate in edges:
+            tid = dag.add(src, dst, wire, deps, delay, channel_paths(spec.fabric, src, dst, c, C),
+                          f"{tag}.ch{c}.r{i}", rate)
             done[src].append(tid)
             done[dst].append(tid)
     return done

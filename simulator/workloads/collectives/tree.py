@@ -49,17 +49,18 @@ def build(spec: CollectiveSpec, dag: DagBuilder) -> None:
         both, depth = per_channel_trees[c]
         parent = both[t]
         if spec.granularity == "steady":
+            ways = ((False, f"tree{t}.ch{c}.up"), (True, f"tree{t}.ch{c}.down"))
             for child, par in parent.items():
                 if not spec.builds(child, par):  # the same pair both ways
                     continue
-                for src, dst, kind in ((child, par, "up"), (par, child, "down")):
+                for down, tag in ways:
+                    src, dst = (par, child) if down else (child, par)
                     facts = edge.get((src, dst, depth))
                     if facts is None:
                         facts = edge[(src, dst, depth)] = (
                             base + 2 * depth * spec.hop_s(src, dst) + (2 * depth - 1) * route_lat_s(fabric, src, dst),
                             spec.cta_Bps(src, dst))
-                    dag.add(src, dst, wire, (), facts[0], channel_paths(fabric, src, dst, c, C),
-                            f"tree{t}.ch{c}.{kind}", facts[1])
+                    dag.add(src, dst, wire, (), facts[0], channel_paths(fabric, src, dst, c, C), tag, facts[1])
         else:
             _chunked(dag, spec, parent, per_channel, c, base, f"tree{t}.ch{c}")
 

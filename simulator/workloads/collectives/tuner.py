@@ -37,7 +37,7 @@ def predict_s(fabric: Fabric, workload: Workload) -> float:
     moving, key_index = [], []
     for t in ts:
         if t.deps:
-            depth[t.id] = 1 + max(depth[d] for d in t.deps)
+            depth[t.id] = 1 + max(map(depth.__getitem__, t.deps))
         if t.bytes == 0:
             continue
         key = (t.src, t.dst, t.paths)
@@ -75,7 +75,7 @@ def predict_s(fabric: Fabric, workload: Workload) -> float:
     finish = [0.0] * len(ts)
     lat, beta = latency.tolist(), phase_beta.tolist()
     for t in ts:
-        ready = max((finish[d] for d in t.deps), default=0.0)
+        ready = max(map(finish.__getitem__, t.deps)) if t.deps else 0.0
         finish[t.id] = ready + t.delay_s + lat[t.id] + beta[depth[t.id]]
     return float(max(finish))
 
