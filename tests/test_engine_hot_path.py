@@ -7,7 +7,7 @@ import math
 
 import pytest
 
-from simulator.engine.packet import EngineObserver, PacketConfig, run_packet
+from simulator.engine.packet import EngineObserver, PacketConfig
 from simulator.engine.packet.credits import credits_for
 from simulator.engine.packet.link import CostTable
 from simulator.engine.packet.network import PacketNetwork
