@@ -37,7 +37,7 @@ from simulator.engine.result import RunResult
 from simulator.engine.transfer import Workload
 from simulator.errors import InputError, SimulationError
 from simulator.topology.fabric import Fabric
-from simulator.topology.routing import equal_cost_routes, route_rate_Bps, route_weights
+from simulator.topology.routing import equal_cost_routes, route_shares, route_weights
 from simulator.units import format_seconds
 
 if TYPE_CHECKING:
@@ -366,9 +366,8 @@ def _strike(change: FabricChange, fabric: Fabric, workload: Workload, table: _Ro
         except nx.NetworkXNoPath:
             raise InputError(f"{when} {t.src} has no route to {t.dst} (transfer {t.tag or t.id}): the run cannot "
                              f"complete{in_switch}") from None
-        rates = np.array([route_rate_Bps(change.fabric, r) for r in routes]) * route_weights(routes)
         new_routes[tid] = ([table.intern(tuple(change.original_id[list(r)].tolist()) + limit) for r in routes],
-                           rates / rates.sum())
+                           route_shares(change.fabric, routes))
     if new_routes:
         table.freeze(fabric, limits)
         route_bytes = np.concatenate((route_bytes, np.zeros(len(table.routes) - len(route_bytes))))

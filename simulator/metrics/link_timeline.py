@@ -3,8 +3,8 @@
 The flow engine reports when each transfer started and finished, not its rate at every instant. A
 transfer's bytes are taken to move at their mean rate while it drains: from its start to its
 finish minus the zero-load latency of its slowest route (the engine adds that latency after the
-last byte leaves). They are split over the transfer's routes in proportion to each route's
-bottleneck rate, as the engine splits them. So every link carries exactly the bytes the engine
+last byte leaves). They are split over the transfer's routes as the engine splits them
+(``routing.route_shares``). So every link carries exactly the bytes the engine
 counted on it (the integral of its load is ``RunResult.channel_bytes``); only the shape within a
 transfer is averaged. For steady collectives, whose transfers run concurrently at constant rates,
 that is the engine's own timeline. Rates are per direction (one channel), bytes/s.
@@ -19,7 +19,7 @@ import numpy as np
 from simulator.engine.result import RunResult
 from simulator.engine.transfer import Workload
 from simulator.topology.fabric import Fabric
-from simulator.topology.routing import equal_cost_routes, route_latency_s, route_rate_Bps
+from simulator.topology.routing import equal_cost_routes, route_latency_s, route_shares
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,8 +48,7 @@ def flow_link_steps(fabric: Fabric, workload: Workload, result: RunResult) -> li
         end = finish - max(route_latency_s(fabric, r) for r in routes)
         if end <= start:
             continue
-        rates = np.array([route_rate_Bps(fabric, r) for r in routes])
-        shares = rates / rates.sum()
+        shares = route_shares(fabric, routes)
         mean = t.bytes / (end - start)
         for route, share in zip(routes, shares):
             for cid in route:

@@ -303,3 +303,12 @@ def route_latency_s(fabric: Fabric, route: Route) -> float:
 def route_rate_Bps(fabric: Fabric, route: Route) -> float:
     """Bottleneck payload rate of one route (bytes/s, one direction)."""
     return min(fabric.channels[cid].rate_Bps for cid in route) if route else float("inf")
+
+
+def route_shares(fabric: Fabric, routes: tuple[Route, ...] | list[Route]) -> np.ndarray:
+    """Fraction of a transfer's bytes each of ``routes`` carries: in proportion to the route's
+    bottleneck rate x its ``route_weights`` share (striping over parallel links, no link of the set
+    carrying more than another's worth). The flow engine splits bytes so; estimates and timelines
+    that follow it use this too."""
+    rates = np.array([route_rate_Bps(fabric, r) for r in routes]) * route_weights(routes)
+    return rates / rates.sum()

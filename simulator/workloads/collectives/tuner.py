@@ -22,7 +22,7 @@ from simulator.engine.transfer import Workload
 from simulator.errors import InputError
 from simulator.hardware.protocols import PROTOCOL_NAMES, ProtocolTable
 from simulator.topology.fabric import Fabric
-from simulator.topology.routing import equal_cost_routes, route_latency_s, route_rate_Bps
+from simulator.topology.routing import equal_cost_routes, route_latency_s, route_shares
 from simulator.workloads.collectives.ops import P2P_OPS
 
 
@@ -90,8 +90,8 @@ class _Spread:
 
 
 def _spread(fabric: Fabric, src: str, dst: str, paths) -> _Spread:
-    """Bytes spread over ``paths`` (all equal-cost routes if None) in proportion to route rates;
-    cached on the fabric (key ``("tuner.spread", src, dst, paths)``)."""
+    """Bytes spread over ``paths`` (all equal-cost routes if None) as the flow engine splits them
+    (``routing.route_shares``); cached on the fabric (key ``("tuner.spread", src, dst, paths)``)."""
     key = ("tuner.spread", src, dst, paths)
     cached = fabric.route_cache.get(key)
     if cached is not None:
@@ -100,8 +100,7 @@ def _spread(fabric: Fabric, src: str, dst: str, paths) -> _Spread:
     if not any(routes):  # a local copy: no channel crossed
         spread = fabric.route_cache[key] = _Spread(np.zeros(0, dtype=np.int64), np.zeros(0), 0.0)
         return spread
-    rates = np.array([route_rate_Bps(fabric, r) for r in routes])
-    shares = rates / rates.sum()
+    shares = route_shares(fabric, routes)
     channels = np.array([c for r in routes for c in r], dtype=np.int64)
     per_channel = np.repeat(shares, [len(r) for r in routes]) if len(channels) else np.zeros(0)
     spread = fabric.route_cache[key] = _Spread(channels, per_channel,
