@@ -69,12 +69,12 @@ def select_gpus(fabric: Fabric, count: int) -> list[str]:
 def build_workload(fabric: Fabric, spec: SweepSpec, nbytes: int) -> Workload:
     """The collective or copy of ``spec`` at one size."""
     gpus = select_gpus(fabric, spec.gpus)
+    if spec.timing not in TIMINGS:
+        raise unknown_choice("timing", spec.timing, TIMINGS, field="timing")
     if spec.op in COPIES:
         return build_copy(fabric, spec.op, gpus, nbytes)
     if spec.op not in OPS:
         raise unknown_choice("op", spec.op, OPS + COPIES, field="op")
-    if spec.timing not in TIMINGS:
-        raise unknown_choice("timing", spec.timing, TIMINGS, field="timing")
     return build_collective(fabric, gpus, spec.op, nbytes, algo=spec.algo, protocol=spec.protocol,
                             channels=spec.channels, root=spec.root, exposed_launch=spec.timing == "single")
 
