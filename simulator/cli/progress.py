@@ -70,28 +70,21 @@ class SweepProgress:
             self.progress.update(self.task, completed=self.finished, done=done)
 
 
-def announcer(console: Console):
-    """``on_plan(system, item, plan)`` for ``runner.scenario_run.run_scenario``: the plan's line,
-    prefixed with the system and workload it is about."""
-    def announce(system: str, item: str, plan: SweepPlan) -> None:
-        line = plan_line(plan)
-        if line:
-            console.print(f"{system}, {item}: {line}", highlight=False)
-    return announce
-
-
 class ScenarioStatus:
     """``on_plan``, ``on_hops`` and ``on_row`` of ``runner.scenario_run.run_scenario`` on a rich
     status line: each sweep's announcement, then which system and workload runs and, during a
     packet-engine run, how far it is through its estimated packet-hops."""
 
     def __init__(self, console: Console, status) -> None:
-        self.announce = announcer(console)
+        self.console = console
         self.status = status
         self.estimates: dict[tuple[str, str, int], int] = {}
 
     def plan(self, system: str, item: str, plan: SweepPlan) -> None:
-        self.announce(system, item, plan)
+        """The plan's line, prefixed with the system and workload it is about; its estimates kept."""
+        line = plan_line(plan)
+        if line:
+            self.console.print(f"{system}, {item}: {line}", highlight=False)
         for size, hops in zip(plan.sizes, plan.packet_hops):
             self.estimates[(system, item, size)] = hops
 
