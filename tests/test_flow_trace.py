@@ -93,7 +93,14 @@ def test_bench_traces_flow_runs(tmp_path):
     result = runner.invoke(app, ["bench", hgx, "--sizes", "64M", "--engine", "flow", "--trace", str(out), "--text"])
     assert result.exit_code == 0, result.output
     events = json.loads(out.read_text())["traceEvents"]
-    assert sum(e["ph"] == "b" for e in events) > 0
+    from simulator.runner.sweeps import SweepSpec, build_workload
+    from simulator.topology.builder import build_fabric
+
+    moving = sum(t.bytes > 0 for t in build_workload(build_fabric(hgx), SweepSpec(op="all_reduce", gpus=8,
+                                                                                  sizes=(64 << 20,)), 64 << 20).transfers)
+    begins = [e["id"] for e in events if e["ph"] == "b"]
+    assert len(begins) == len(set(begins)) == moving  # one slice per transfer that moves bytes
+    assert sorted(e["id"] for e in events if e["ph"] == "e") == sorted(begins)
     assert all(0 <= e["args"]["percent"] <= 100 for e in events if e["ph"] == "C")
     assert any(e["ph"] == "C" and e["args"]["percent"] > 50 for e in events)
 
