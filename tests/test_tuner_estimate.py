@@ -51,3 +51,70 @@ def test_no_sample_on_one_node_or_after_faults():
     assert tuner.sample_node(racks, tuple(racks.gpus[:144])) == racks.nodes[racks.gpus[0]].group
     racks.faults.append("a link down")  # nodes no longer alike: estimate from whole workloads
     assert tuner.sample_node(racks, tuple(racks.gpus[:144])) is None
+
+
+SHAPE_CASES = [("hgx_h100", 8), ("gb200_nvl72", 16), ("hopper_ib_rack", 16), ("pcie_server", 4),
+               ("gb200_nvl72_x8_ib", 144)]
+
+
+@pytest.mark.parametrize("topology,n", SHAPE_CASES)
+def test_a_protocol_changes_bytes_delays_and_rates_never_the_shape(topology, n):
+    """The contract the tuner's skipping rests on (``tuner.choose``): at one channel count, every
+    protocol of an algorithm gives the same transfers (ends, routes, dependencies), each carrying
+    its data / the protocol's efficiency in wire bytes (to the byte)."""
+    from simulator.hardware.protocols import PROTOCOL_NAMES, load_protocols
+    from simulator.workloads.collectives import ALGORITHMS, why_not
+
+    fabric = build_fabric(TOPOLOGIES / f"{topology}.yaml")
+    gpus, table = tuple(fabric.gpus[:n]), load_protocols()
+    compared = 0
+    for name, algo in ALGORITHMS.items():
+        for op in sorted(algo.ops):
+            shapes = {}
+            for p in PROTOCOL_NAMES:
+                if why_not(fabric, gpus, op, name, p, table):
+                    continue
+                w = build_collective(fabric, gpus, op, 3 << 20, name, p, channels=4)
+                eff = table.protocol(p).efficiency
+                shapes[p] = ([(t.src, t.dst, t.paths, t.deps) for t in w.transfers],
+                             [t.bytes * eff for t in w.transfers], eff)
+            for p, (shape, data, eff) in shapes.items():
+                first, first_data, _ = next(iter(shapes.values()))
+                assert shape == first, (name, op, p)
+                assert all(abs(a - b) <= 1.0 for a, b in zip(data, first_data)), (name, op, p)
+                compared += 1
+    assert compared >= 10
+
+
+@pytest.mark.parametrize("topology,n,op", [
+    ("gb200_nvl72_x16_ib", None, "all_reduce"), ("hopper_ib_rack", None, "all_gather"),
+    ("gb200_nvl72", None, "all_reduce"), ("hgx_h100", None, "reduce_scatter"), ("pcie_server", None, "all_reduce"),
+])
+def test_candidates_left_unbuilt_could_not_have_won(topology, n, op):
+    """Skipping candidates whose channel-load bound exceeds the best estimate changes nothing: the
+    same algorithm, protocol and estimate as building every candidate, from latency-bound to
+    bandwidth-bound sizes; and at 1 GiB some candidate is skipped (else this test proves nothing)."""
+    from simulator.hardware.protocols import load_protocols
+
+    fabric = build_fabric(TOPOLOGIES / f"{topology}.yaml")
+    gpus, table = tuple(fabric.gpus[:n] if n else fabric.gpus), load_protocols()
+    built = []
+    original = tuner.estimate
+
+    def counting(fabric, workload):
+        built.append(workload.meta["protocol"])
+        return original(fabric, workload)
+
+    def run(nbytes, skip):
+        tuner.estimate, built[:] = counting, []
+        try:
+            return tuner.choose(fabric, gpus, op, nbytes, "auto", "auto", table, skip=skip), len(built)
+        finally:
+            tuner.estimate = original
+
+    for nbytes in (1 << 10, 1 << 20, 1 << 30):
+        every, all_built = run(nbytes, skip=False)
+        fewer, some_built = run(nbytes, skip=True)
+        assert fewer[:3] == every[:3], nbytes
+        if nbytes == 1 << 30:
+            assert some_built < all_built, (topology, some_built, all_built)

@@ -203,12 +203,8 @@ class Fabric:
         key = ("fabric.reverse_ids",)
         ids = self.route_cache.get(key)
         if ids is None:
-            by_link: dict[int, list[Channel]] = {}
-            for c in self.channels:
-                by_link.setdefault(c.link, []).append(c)
-            ids = [-1] * len(self.channels)
-            for c in self.channels:
-                ids[c.id] = next((o.id for o in by_link[c.link] if o.src == c.dst and o.dst == c.src), -1)
+            ends = {(c.link, c.src, c.dst): c.id for c in self.channels}
+            ids = [ends.get((c.link, c.dst, c.src), -1) for c in self.channels]
             self.route_cache[key] = ids
         return ids
 

@@ -195,15 +195,21 @@ def channel_paths(fabric: Fabric, src: str, dst: str, channel: int, channels: in
     planes: dealing 18 routes to 16 channels would put two channels' worth on some links and one
     on others. So do routes that share links unevenly (``route_weights``: a bundle that lost a
     link), whose bytes the engine then splits by weight."""
-    facts = pair_facts(fabric, src, dst)
-    routes = facts.routes
-    if not facts.even:  # some links serve two routes (a bundle lost a link): spread
-        return routes
-    if channels <= len(routes) and len(routes) % channels == 0:
-        return routes[channel::channels]
-    if channels > len(routes) and channels % len(routes) == 0:
-        return (routes[channel % len(routes)],)
-    return routes
+    key = ("collectives.dealt", src, dst, channels)
+    dealt = fabric.route_cache.get(key)
+    if dealt is None:  # what each channel takes, worked out once per pair and channel count
+        facts = pair_facts(fabric, src, dst)
+        routes = facts.routes
+        if not facts.even:  # some links serve two routes (a bundle lost a link): spread
+            dealt = (routes,)
+        elif channels <= len(routes) and len(routes) % channels == 0:
+            dealt = tuple(routes[c::channels] for c in range(channels))
+        elif channels > len(routes) and channels % len(routes) == 0:
+            dealt = tuple((r,) for r in routes)  # channel c takes route c mod routes
+        else:
+            dealt = (routes,)
+        fabric.route_cache[key] = dealt
+    return dealt[channel % len(dealt)]
 
 
 def default_channels(fabric: Fabric, gpus: tuple[str, ...]) -> int:

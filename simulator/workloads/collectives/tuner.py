@@ -26,11 +26,30 @@ from simulator.topology.routing import equal_cost_routes, route_latency_s, route
 from simulator.workloads.collectives.ops import P2P_OPS
 
 
+@dataclass(frozen=True, slots=True)
+class Estimate:
+    """What ``estimate`` reads off a workload."""
+
+    time_s: float
+    """Alpha-beta estimate of the makespan (s)."""
+    load_s: float
+    """The part of ``time_s`` its most loaded channels alone force: over the phases, the sum of the
+    largest wire bytes / rate of any channel (s). ``time_s >= load_s``: a chain of transfers
+    passes through every phase."""
+    least_bytes: int
+    """Wire bytes of the smallest transfer that moves data (0 when none moves)."""
+
+
 def predict_s(fabric: Fabric, workload: Workload) -> float:
     """Alpha-beta estimate of ``workload``'s makespan on ``fabric`` (s)."""
+    return estimate(fabric, workload).time_s
+
+
+def estimate(fabric: Fabric, workload: Workload) -> Estimate:
+    """``predict_s`` and the channel-load part of it (module docstring)."""
     ts = workload.transfers
     if not ts:
-        return 0.0
+        return Estimate(0.0, 0.0, 0)
     depth = [0] * len(ts)
     key_of: dict[tuple, int] = {}
     spreads: list[_Spread] = []
@@ -48,7 +67,9 @@ def predict_s(fabric: Fabric, workload: Workload) -> float:
         moving.append(t.id)
         key_index.append(k)
     latency = np.zeros(len(ts))
-    phase_beta = np.zeros(max(depth) + 1)
+    load_beta = np.zeros(max(depth) + 1)
+    phase_beta = load_beta.copy()
+    least = 0
     if moving:
         ids, keys = np.array(moving), np.array(key_index)
         latency[ids] = np.array([s.latency_s for s in spreads])[keys]
@@ -66,7 +87,9 @@ def predict_s(fabric: Fabric, workload: Workload) -> float:
         cells, inverse = np.unique(cell, return_inverse=True)
         load = np.bincount(inverse, weights=np.repeat(nbytes, counts) * share)
         capacity = np.array([c.rate_Bps for c in fabric.channels])
-        np.maximum.at(phase_beta, cells // n_ch, load / capacity[cells % n_ch])
+        np.maximum.at(load_beta, cells // n_ch, load / capacity[cells % n_ch])
+        phase_beta = load_beta.copy()
+        least = int(nbytes.min())
         # a transfer no faster than its sender (CTA or copy engine) can push it
         limit = np.array([ts[i].rate_Bps for i in moving])
         capped = limit > 0
@@ -77,7 +100,7 @@ def predict_s(fabric: Fabric, workload: Workload) -> float:
     for t in ts:
         ready = max(map(finish.__getitem__, t.deps)) if t.deps else 0.0
         finish[t.id] = ready + t.delay_s + lat[t.id] + beta[depth[t.id]]
-    return float(max(finish))
+    return Estimate(float(max(finish)), float(load_beta.sum()), least)
 
 
 @dataclass(frozen=True, slots=True)
@@ -120,21 +143,33 @@ NVLink domain NCCL runs Ring (LL, then Simple) or NVLS (measured, 2x H200, NCCL 
 
 
 def choose(fabric: Fabric, gpus: tuple[str, ...], op: str, nbytes: int, algo: str, protocol: str,
-           table: ProtocolTable, channels: int | None = None,
+           table: ProtocolTable, channels: int | None = None, skip: bool = True,
            **build) -> tuple[str, str, float, Workload]:
-    """The (algorithm, protocol, predicted seconds, its workload) with the smallest prediction;
-    ``auto`` in either argument means "any"; ``channels`` fixes the channel count of every
-    candidate; ``build`` passes further ``build_collective`` arguments (root, launch) through."""
-    from simulator.workloads.collectives import ALGORITHMS, build_collective, why_not
+    """The (algorithm, protocol, predicted seconds, its workload) with the smallest prediction
+    (ties: the first in ALGORITHMS x PROTOCOL_NAMES order); ``auto`` in either argument means
+    "any"; ``channels`` fixes the channel count of every candidate; ``build`` passes further
+    ``build_collective`` arguments (root, launch) through.
+
+    Each algorithm's protocols are tried by falling wire efficiency. A protocol changes a
+    transfer's wire bytes, delay and rate, never which transfers a builder emits or their routes
+    (``tests/test_tuner_estimate.py`` checks every algorithm), so at equal channel counts a
+    protocol of efficiency e moves e_built / e times the wire bytes of a built one over every
+    channel: its estimate is at least that multiple of the built one's ``load_s`` (less one byte
+    of rounding per transfer). ``skip``: a candidate whose bound exceeds the best estimate so far
+    is not built (it cannot win); at 1 GiB that leaves LL unbuilt."""
+    from simulator.workloads.collectives import ALGORITHMS, build_collective, choose_channels, why_not
+    from simulator.workloads.collectives.gpu_side import GpuSide
     from simulator.workloads.collectives.rails import rail_nodes
 
     algos = list(ALGORITHMS) if algo == "auto" else [algo]
     protos = list(PROTOCOL_NAMES) if protocol == "auto" else [protocol]
     sample = sample_node(fabric, gpus)
-    best: tuple[float, str, str, Workload] | None = None
+    gpu = GpuSide.of(fabric, gpus)
+    best: tuple[tuple[float, int], str, str, Workload] | None = None
     reasons: list[str] = []
-    for a in algos:
-        for p in protos:
+    for i, a in enumerate(algos):
+        built: tuple[int, float, Estimate] | None = None  # channels, efficiency, estimate of the first built
+        for p in sorted(protos, key=lambda p: -table.protocol(p).efficiency):
             reason = why_not(fabric, gpus, op, a, p, table)
             if reason:
                 reasons.append(reason)
@@ -143,16 +178,25 @@ def choose(fabric: Fabric, gpus: tuple[str, ...], op: str, nbytes: int, algo: st
                 continue
             if algo == "auto" and a in MULTI_NODE_ALGOS and rail_nodes(fabric, gpus) is None:
                 continue
+            efficiency = table.protocol(p).efficiency
+            if skip and built and best and built[2].least_bytes and built[0] == (
+                    channels or choose_channels(fabric, gpus, gpu, op, a, p, nbytes)):
+                ratio = built[1] / efficiency
+                if ratio * built[2].load_s * (1.0 - 1.0 / built[2].least_bytes) > best[0][0]:
+                    continue
             workload = build_collective(fabric, gpus, op, nbytes, a, p, channels=channels, table=table,
                                         sample=sample, **build)
-            t = predict_s(fabric, workload)
-            if best is None or t < best[0]:
-                best = (t, a, p, workload)
+            guess = estimate(fabric, workload)
+            if built is None:
+                built = (workload.meta["channels"], efficiency, guess)
+            key = (guess.time_s, i * len(PROTOCOL_NAMES) + protos.index(p))
+            if best is None or key < best[0]:
+                best = (key, a, p, workload)
     if best is None:
         if algo != "auto" and reasons:  # one algorithm asked for: its own reason
             raise InputError(f"{algo} cannot run {op} here: {reasons[0]}", field="algo")
         raise InputError(f"no algorithm/protocol can run {op} on these {len(gpus)} GPUs", field="algo")
-    t, a, p, workload = best
+    (t, _), a, p, workload = best
     if sample is not None:  # the estimate left other nodes' insides out: build the whole call
         workload = build_collective(fabric, gpus, op, nbytes, a, p, channels=channels, table=table, **build)
     return a, p, t, workload
