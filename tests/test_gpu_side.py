@@ -190,8 +190,9 @@ def test_nvls_needs_more_than_two_gpus(h200):
 @pytest.mark.parametrize("nbytes", [512 * 2**20, 8 * GIB])
 def test_nvls_at_large_rank_counts_is_paced_by_its_staging_copies(nbytes):
     """NVLS stages data through its buffers: each rank copies S in and out with its NVLS channels'
-    copy warps (4 memory operations per byte against all_gather's 5 per link byte), in loops of
-    n chunks per channel, plus one loop of pipeline fill: t = S / (C x R) + n x chunk / R."""
+    copy warps (4 memory operations per byte against all_gather's 5 per link byte), in loops of one
+    chunk per head (at most NCCL_MAX_NVLS_ARITY = 32 heads) per channel, plus one loop of pipeline
+    fill: t = S / (C x R) + heads x chunk / R."""
     from simulator.workloads.collectives.nvls import nvls_chunk_B
 
     assert nvls_chunk_B(131072, 8 * GIB, 24, 72) == 65536 and nvls_chunk_B(131072, 512 * 2**20, 24, 72) == 32768
@@ -204,9 +205,12 @@ def test_nvls_at_large_rank_counts_is_paced_by_its_staging_copies(nbytes):
     assert bw["channels"] == C
     rate = side.channel_copy_Bps * 5 / lib.copy_work["nvls_staging"]  # all_gather's 2-rank loop: 5 per link byte
     assert rate == pytest.approx(side.channel_Bps("nvls_staging", lib))
-    # NCCL's chunk rule (src/enqueue.cc): 64 KiB at 8 GiB, 32 KiB at 512 MiB on 24 x 72 heads
-    chunk = 65536 if nbytes > 8 * C * n * 65536 else 32768
-    t = nbytes / (C * rate) + n * chunk / rate
+    heads = lib.nvls_max_heads
+    assert heads == 32  # NCCL_MAX_NVLS_ARITY: 40 of the 72 ranks stage data but do not reduce
+    # NCCL's chunk rule (src/enqueue.cc) on 24 x 32 heads: 128 KiB at 8 GiB, 64 KiB at 512 MiB
+    chunk = 131072 if nbytes >= 64 * C * heads * 131072 else 65536
+    assert chunk == nvls_chunk_B(lib.nvls_chunk_B, nbytes, C, heads)
+    t = nbytes / (C * rate) + heads * chunk / rate
     closed = 2 * (n - 1) / n * nbytes / t / 1e9
     assert bw["busbw_GBps"] == pytest.approx(closed, rel=0.02)
 
@@ -227,3 +231,21 @@ def test_broadcast_reaches_the_one_way_rate(h200):
     lib = load_gpu_side().library
     one = _busbw(h200, "broadcast", GIB, channels=1)["busbw_GBps"]
     assert one == pytest.approx(15.3 * 5 / lib.copy_work["broadcast"], rel=0.02)
+
+
+def test_nvls_heads_are_capped_at_32_and_only_heads_store_a_shard():
+    """NCCL runs NVLS with at most NCCL_MAX_NVLS_ARITY = 32 head ranks: on 72 GPUs the first 32
+    reduce and multicast-store a 1/32 shard each (S/32 more up and down), the other 40 only push
+    their copy and receive the multicast (S each way)."""
+    f = build_fabric("topologies/gb200_nvl72.yaml")
+    w = build_collective(f, f.gpus, "all_reduce", GIB, "nvls", "Simple")
+    up, down = {}, {}
+    for t in w.transfers:
+        if t.src != t.dst:
+            side = up if t.src in f.gpus else down
+            gpu = t.src if t.src in f.gpus else t.dst
+            side[gpu] = side.get(gpu, 0) + t.bytes
+    head, other = f.gpus[0], f.gpus[40]
+    assert up[head] / up[other] == pytest.approx(1 + 1 / 32, rel=1e-6)
+    assert down[head] / down[other] == pytest.approx(1 + 1 / 32, rel=1e-6)
+    assert up[f.gpus[31]] == up[head] and up[f.gpus[32]] == up[other]

@@ -41,6 +41,8 @@ class CollectiveLibrary(Part):
     """Protocol -> bytes per thread below which NCCL drops a channel (Ring LL: x nranks)."""
     nvls_chunk_B: int = Field(gt=0)
     """NVLS chunk (NCCL_NVLS_CHUNKSIZE)."""
+    nvls_max_heads: int = Field(gt=0)
+    """Most NVLS head ranks (NCCL_MAX_NVLS_ARITY): the ranks that reduce and multicast a shard."""
     ring_work: dict[str, int]
     """NCCL Simple primitive -> memory operations per chunk byte (``ring_loop`` strings them)."""
     copy_work: dict[str, int]

@@ -1,13 +1,14 @@
 """NVLS: in-switch reduction and multicast on NVSwitches with ``Node.reduction`` (NVLink SHARP).
 
-all_reduce (S per rank), per switch plane s carrying the fraction f_s of each GPU's links:
+all_reduce (S per rank), per switch plane s carrying the fraction f_s of each GPU's links, with
+h = min(n, NCCL_MAX_NVLS_ARITY = 32) head ranks (the first h ranks; only heads reduce and store):
   reduce   GPU j -> switch: f_s S (the switch pulls every rank's copy of every shard: multimem.ld_reduce)
-           switch -> GPU j: f_s S / n (j's reduced shard)
-  multicast GPU j -> switch: f_s S / n (j stores its reduced shard: multimem.st)
+           switch -> head j: f_s S / h (j's reduced shard)
+  multicast head j -> switch: f_s S / h (j stores its reduced shard: multimem.st)
            switch -> GPU j: f_s S (every reduced shard, replicated by the switch)
-so each GPU link carries S(1 + 1/n) each way, against 2(n-1)/n S for a ring. reduce_scatter is
-the reduce half, all_gather the multicast half (S = whole array). Wire bytes include the
-generation's NVLS efficiency (protocol parts), on top of the protocol's.
+so a head's links carry S(1 + 1/h) each way, another rank's S, against 2(n-1)/n S for a ring.
+reduce_scatter is the reduce half, all_gather the multicast half (S = whole array). Wire bytes
+include the generation's NVLS efficiency (protocol parts), on top of the protocol's.
 
 The GPU side: without user-buffer registration (nccl-tests' default) NCCL stages data through its
 NVLS buffers: each NVLS channel's CTA has scatter warps copying the user input into the buffer and
@@ -79,15 +80,24 @@ def _efficiency(spec: CollectiveSpec) -> float:
     return spec.table.nvls_efficiency_for(gen)
 
 
+def heads(spec: CollectiveSpec) -> int:
+    """NVLS head ranks: one per rank up to the library's limit (NCCL_MAX_NVLS_ARITY)."""
+    return min(spec.n, spec.gpu.library.nvls_max_heads)
+
+
 def build(spec: CollectiveSpec, dag: DagBuilder) -> None:
-    n, S, eff = spec.n, spec.nbytes, _efficiency(spec)
+    S, eff, h = spec.nbytes, _efficiency(spec), heads(spec)
     by_gpu = planes(spec)
     switches = sorted({s for m in by_gpu.values() for s in m})
     reduce = spec.op in ("all_reduce", "reduce_scatter")
     multicast = spec.op in ("all_reduce", "all_gather")
-    # data bytes per GPU and plane: (reduce up, reduce down, multicast up, multicast down)
-    up_r, down_r = (1.0, 1.0 / n) if reduce else (0.0, 0.0)
-    up_m, down_m = (1.0 / n, 1.0) if multicast else (0.0, 0.0)
+    head = set(spec.gpus[:h])
+
+    def shares(g: str) -> tuple[float, float, float, float]:
+        """Data bytes per byte of S on one plane: (reduce up, reduce down, multicast up, multicast down)."""
+        mine = 1.0 / h if g in head else 0.0
+        return (1.0, mine) if reduce else (0.0, 0.0), (mine, 1.0) if multicast else (0.0, 0.0)
+
     phases = int(reduce) + int(multicast)
     base = spec.base_s()
     _staging(dag, spec, base, reduce, multicast)
@@ -97,29 +107,31 @@ def build(spec: CollectiveSpec, dag: DagBuilder) -> None:
             for g in members:
                 f, hop, lat = by_gpu[g][sw] * S, spec.hop_s(g, sw), route_lat_s(spec.fabric, g, sw)
                 delay = base + phases * hop + (2 * phases - 1) * lat
+                (up_r, down_r), (up_m, down_m) = shares(g)
                 for src, dst, share, kind in ((g, sw, up_r + up_m, "up"), (sw, g, down_r + down_m, "down")):
                     if share:
                         dag.add(src, dst, spec.wire(f * share, eff), (), delay, None, f"nvls.{sw}.{kind}")
             continue
-        _chunked(dag, spec, sw, members, by_gpu, eff, (up_r, down_r, up_m, down_m), base)
+        _chunked(dag, spec, sw, members, by_gpu, eff, shares, base)
 
 
 def _staging(dag: DagBuilder, spec: CollectiveSpec, base: float, reduce: bool, multicast: bool) -> None:
     """Each GPU's copies into and out of the NVLS buffer, by its NVLS channels' copy warps.
 
     NCCL moves NVLS data in loops: per channel, one loop stages one chunk (``nvls_chunk_B``: at
-    most ``NCCL_NVLS_CHUNKSIZE``, less for smaller calls) for each of the n ranks' shards; the
+    most ``NCCL_NVLS_CHUNKSIZE``, less for smaller calls) for each head's shard; the
     multimem reduce of a loop needs every rank's copy-in of that loop, and its copy-out follows the multicast. Copy-in of loop l+1
     overlaps copy-out of loop l, so the stream takes (loops + 1) loop times: the copies at the
     channels' rate plus one loop of pipeline fill (which is why NVLS needs large messages on many
-    ranks: a loop grows with n)."""
+    ranks: a loop grows with the heads, up to NCCL_MAX_NVLS_ARITY)."""
     side = spec.side
     if side is None or side.arch is None:
         return
     n, S = spec.n, spec.nbytes
     stream = max(S if reduce else S / n, S if multicast else S / n)  # copy-in and copy-out overlap
     per_channel = side.channel_Bps("nvls_staging")  # a copy in and a copy out, whatever the op
-    loop = min(n * nvls_chunk_B(side.library.nvls_chunk_B, S, spec.channels, n), stream / spec.channels)
+    h = heads(spec)
+    loop = min(h * nvls_chunk_B(side.library.nvls_chunk_B, S, spec.channels, h), stream / spec.channels)
     fill = loop / per_channel
     for g in spec.gpus:
         dag.add(g, g, int(round(stream)), (), base + fill, None, "nvls.staging", spec.channels * per_channel)
@@ -128,7 +140,7 @@ def _staging(dag: DagBuilder, spec: CollectiveSpec, base: float, reduce: bool, m
 def nvls_chunk_B(max_chunk: int, nbytes: float, channels: int, heads: int) -> int:
     """NCCL's NVLS chunk for a call of ``nbytes`` (src/enqueue.cc, NCCL_ALGO_NVLS): the
     ``NCCL_NVLS_CHUNKSIZE`` maximum, cut to 64, 32 and 16 KiB while the call is smaller than 64, 8 and
-    2 times ``channels x heads x chunk`` (heads: one per rank of the NVLink domain)."""
+    2 times ``channels x heads x chunk`` (``heads``: head ranks, at most NCCL_MAX_NVLS_ARITY)."""
     chunk = max_chunk
     ops = channels * heads
     for times, smaller in ((64, 65536), (8, 32768), (2, 16384)):
@@ -138,36 +150,38 @@ def nvls_chunk_B(max_chunk: int, nbytes: float, channels: int, heads: int) -> in
 
 
 def _chunked(dag, spec, sw, members, by_gpu, eff, shares, base) -> None:
-    up_r, down_r, up_m, down_m = shares
+    """Every loop a transfer per rank and direction. ``shares(g)``: g's data bytes per byte of S
+    ((reduce up, reduce down), (multicast up, multicast down))."""
+    reduce, multicast = spec.op in ("all_reduce", "reduce_scatter"), spec.op in ("all_reduce", "all_gather")
     loops = n_chunks(max(by_gpu[g][sw] for g in members) * spec.nbytes, spec.chunk_bytes)
     prev: dict[tuple[int, str], int] = {}
     for loop in range(loops):
         hop = (lambda g: spec.hop_s(g, sw)) if loop == 0 else (lambda g: 0.0)  # NVLS latency: per call
         first: dict[str, int] = {}
-        if up_r:
+        if reduce:
             ups = {}
             for g in members:
                 deps = [prev[(loop - spec.window, g)]] if loop >= spec.window else []
                 piece = by_gpu[g][sw] * spec.nbytes / loops
-                ups[g] = dag.add(g, sw, spec.wire(piece * up_r, eff), deps, (base if loop == 0 else 0.0) + hop(g), None,
+                ups[g] = dag.add(g, sw, spec.wire(piece * shares(g)[0][0], eff), deps, (base if loop == 0 else 0.0) + hop(g), None,
                                  f"nvls.{sw}.l{loop}.reduce.up")
                 first[g] = ups[g]
-            downs = {g: dag.add(sw, g, spec.wire(by_gpu[g][sw] * spec.nbytes / loops * down_r, eff),
+            downs = {g: dag.add(sw, g, spec.wire(by_gpu[g][sw] * spec.nbytes / loops * shares(g)[0][1], eff),
                                 list(ups.values()), 0.0, None, f"nvls.{sw}.l{loop}.reduce.down")
                      for g in members}
-        if up_m:
+        if multicast:
             ups = {}
             for g in members:
                 piece = by_gpu[g][sw] * spec.nbytes / loops
-                if up_r:
+                if reduce:
                     deps = [downs[g]]
                 else:
                     deps = [prev[(loop - spec.window, g)]] if loop >= spec.window else []
-                ups[g] = dag.add(g, sw, spec.wire(piece * up_m, eff), deps,
-                                 hop(g) + (0.0 if up_r or loop else base), None, f"nvls.{sw}.l{loop}.mc.up")
+                ups[g] = dag.add(g, sw, spec.wire(piece * shares(g)[1][0], eff), deps,
+                                 hop(g) + (0.0 if reduce or loop else base), None, f"nvls.{sw}.l{loop}.mc.up")
                 first.setdefault(g, ups[g])
             for g in members:
-                dag.add(sw, g, spec.wire(by_gpu[g][sw] * spec.nbytes / loops * down_m, eff),
+                dag.add(sw, g, spec.wire(by_gpu[g][sw] * spec.nbytes / loops * shares(g)[1][1], eff),
                         list(ups.values()), 0.0, None, f"nvls.{sw}.l{loop}.mc.down")
         for g, tid in first.items():
             prev[(loop, g)] = tid
