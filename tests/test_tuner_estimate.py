@@ -118,3 +118,42 @@ def test_candidates_left_unbuilt_could_not_have_won(topology, n, op):
         assert fewer[:3] == every[:3], nbytes
         if nbytes == 1 << 30:
             assert some_built < all_built, (topology, some_built, all_built)
+
+
+def test_an_estimate_build_merges_identical_transfers_and_estimates_the_same(monkeypatch):
+    """An estimate's build (``sample``) merges identical transfers into one of k x bytes at k x rate
+    (``DagBuilder.merge``): the same estimate to float rounding, from several times fewer transfers
+    (72 channels over the NVSwitch planes and a pair's two NICs repeat their transfers)."""
+    from simulator.workloads.collectives import base
+
+    fabric = build_fabric(TOPOLOGIES / "gb200_nvl72_x8_ib.yaml")
+    gpus = tuple(fabric.gpus)
+    sample = tuner.sample_node(fabric, gpus)
+    for algo, protocol in (("ring", "LL128"), ("tree", "Simple"), ("hierarchical", "Simple")):
+        merged = build_collective(fabric, gpus, "all_reduce", 1 << 30, algo, protocol, sample=sample)
+        monkeypatch.setattr(base.DagBuilder, "workload", _unmerged(base.DagBuilder.workload))
+        every = build_collective(fabric, gpus, "all_reduce", 1 << 30, algo, protocol, sample=sample)
+        monkeypatch.undo()
+        assert len(merged.transfers) * 2 < len(every.transfers), algo
+        assert sum(t.bytes for t in merged.transfers) == sum(t.bytes for t in every.transfers)
+        a, b = tuner.estimate(fabric, merged), tuner.estimate(fabric, every)
+        assert a.time_s == pytest.approx(b.time_s, rel=1e-12) and a.load_s == pytest.approx(b.load_s, rel=1e-12)
+        assert a.least_bytes == b.least_bytes
+
+
+def _unmerged(workload):
+    """``DagBuilder.workload`` as if nothing had been merged: every entry repeated k times."""
+    def unmerged(self, name, meta):
+        from simulator.engine.transfer import Transfer
+
+        if not self.merge:
+            return workload(self, name, meta)
+        first, out = {}, []
+        for t, k in zip(self.transfers, self.counts):
+            first[t.id] = len(out)
+            for _ in range(k):
+                deps = tuple(sorted(first[d] for d in t.deps))
+                out.append(Transfer(len(out), t.src, t.dst, t.bytes, deps, t.delay_s, t.paths, t.tag, t.rate_Bps))
+        from simulator.engine.transfer import Workload
+        return Workload(name, tuple(out), meta)
+    return unmerged

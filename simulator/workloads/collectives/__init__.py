@@ -134,7 +134,7 @@ def _build(fabric: Fabric, gpus: tuple[str, ...], op: str, nbytes: int, algo: st
                           protocol=table.protocol(protocol), table=table, channels=channels,
                           granularity=granularity, chunk_bytes=chunk_bytes, window=window, root=root,
                           gpu=gpu, exposed_launch=exposed_launch, sample=sample)
-    dag = DagBuilder()
+    dag = DagBuilder(merge=sample is not None)  # an estimate: identical transfers merged
     ALGORITHMS[algo].build(spec, dag)
     meta = {"op": op, "algo": algo, "protocol": protocol, "bytes": int(nbytes), "n": len(gpus),
             "busbw_factor": busbw_factor(op, len(gpus)), "channels": spec.channels,

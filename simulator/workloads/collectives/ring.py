@@ -50,11 +50,12 @@ def ring_phase(dag: DagBuilder, spec: CollectiveSpec, ring: tuple[str, ...], ste
         ring = orders[c]
         known = per_order.get(ring)
         if known is None:  # the order's step delay and its built edges: (index, src, dst, deps, rate)
-            hop, lat = edge_latency(spec, *ring_edges(spec, ring))
+            built = spec.built_edges(ring)
+            hop, lat = edge_latency(spec, *ring_edges(spec, ring, built))
             known = per_order[ring] = (
                 base_s + steps * hop + (steps - 1) * lat + local,
                 [(i, src, dst, after.get(src, []) + after.get(dst, []), spec.cta_Bps(src, dst, ring=(program, m)))
-                 for i, (src, dst) in enumerate(zip(ring, ring[1:] + ring[:1])) if spec.builds(src, dst)])
+                 for i, src, dst in built])
         delay, edges = known
         for i, src, dst, deps, rate in edges:
             tid = dag.add(src, dst, wire, deps, delay, channel_paths(spec.fabric, src, dst, c, C),
@@ -64,17 +65,17 @@ def ring_phase(dag: DagBuilder, spec: CollectiveSpec, ring: tuple[str, ...], ste
     return done
 
 
-def ring_edges(spec: CollectiveSpec, ring: tuple[str, ...]) -> tuple[list[tuple[str, str]], list[int] | None]:
-    """The edges of ``ring`` and their weights in its mean step latency (None: all 1). For a tuner
-    estimate (``spec.sample``) only the built edges, those inside the sampled node standing for the
-    same edges inside each of the ring's nodes (every node of a rail-aware ring has the same
-    inner edges)."""
-    edges = [(src, ring[(i + 1) % len(ring)]) for i, src in enumerate(ring)]
+def ring_edges(spec: CollectiveSpec, ring: tuple[str, ...],
+               built: list[tuple[int, str, str]]) -> tuple[list[tuple[str, str]], list[int] | None]:
+    """The edges of ``ring`` and their weights in its mean step latency (None: all 1), from its
+    ``built`` edges (``CollectiveSpec.built_edges``). For a tuner estimate (``spec.sample``) these
+    are the edges inside the sampled node, standing for the same edges inside each of the ring's
+    nodes (every node of a rail-aware ring has the same inner edges), and those between nodes."""
+    kept = [(a, b) for _, a, b in built]
     if spec.sample is None:
-        return edges, None
+        return kept, None
     nodes = spec.fabric.nodes
     k = len(nodes_of(spec.fabric, ring))
-    kept = [e for e in edges if spec.builds(*e)]
     return kept, [k if nodes[a].group == nodes[b].group else 1 for a, b in kept]
 
 

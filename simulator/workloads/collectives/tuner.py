@@ -37,7 +37,8 @@ class Estimate:
     largest wire bytes / rate of any channel (s). ``time_s >= load_s``: a chain of transfers
     passes through every phase."""
     least_bytes: int
-    """Wire bytes of the smallest transfer that moves data (0 when none moves)."""
+    """Wire bytes of the smallest transfer that moves data (0 when none moves), as built: before
+    an estimate's build merged identical ones (``DagBuilder.merge``, meta ``least_wire_B``)."""
 
 
 def predict_s(fabric: Fabric, workload: Workload) -> float:
@@ -89,7 +90,7 @@ def estimate(fabric: Fabric, workload: Workload) -> Estimate:
         capacity = np.array([c.rate_Bps for c in fabric.channels])
         np.maximum.at(load_beta, cells // n_ch, load / capacity[cells % n_ch])
         phase_beta = load_beta.copy()
-        least = int(nbytes.min())
+        least = int(workload.meta.get("least_wire_B") or nbytes.min())
         # a transfer no faster than its sender (CTA or copy engine) can push it
         limit = np.array([ts[i].rate_Bps for i in moving])
         capped = limit > 0
