@@ -66,8 +66,12 @@ class SweepPlan:
 
 def plan_sweep(fabric: Fabric, asked: str, workloads: dict[int, Workload], packet: PacketConfig) -> SweepPlan:
     """The plan of running ``workloads`` (size -> workload) with engine ``asked``: ``auto`` picks
-    one engine for all sizes, by the largest (as ``runner.sweeps.sweep_engine``)."""
+    one engine for all sizes, by the largest (as ``runner.sweeps.sweep_engine``); the flow engine
+    asked for counts no packet-hops."""
     sizes = tuple(sorted(workloads))
+    if asked == "flow":  # no packets to count: nothing is announced
+        return SweepPlan(engine="flow", asked=asked, packet_bytes=packet.packet_bytes, sizes=sizes,
+                         packet_hops=(0,) * len(sizes))
     hops = tuple(packet_hops(fabric, workloads[s], packet.packet_bytes) for s in sizes)
     engine = asked
     if asked == "auto":

@@ -107,8 +107,11 @@ def run_one(fabric: Fabric, workload: Workload, spec: SweepSpec,
 
 def _packet_config(fabric: Fabric, spec: SweepSpec) -> PacketConfig:
     """The packet engine's settings: the given packet size, else the largest that keeps every credit
-    loop of ``fabric`` exact (``fine_packet_bytes``, computed once per fabric)."""
+    loop of ``fabric`` exact (``fine_packet_bytes``, computed once per fabric; not for a flow
+    engine run, which has no packets)."""
     size = spec.packet_bytes
+    if not size and spec.engine == "flow":
+        return PacketConfig(seed=spec.seed)
     if not size:
         size = fabric.route_cache.get(("sweeps.fine_packet_bytes",))
         if size is None:
