@@ -230,28 +230,35 @@ def route_lat_s(fabric: Fabric, src: str, dst: str) -> float:
 
 
 def channel_paths(fabric: Fabric, src: str, dst: str, channel: int, channels: int) -> tuple[Route, ...]:
-    """Routes of one NCCL-like channel. When the equal-cost routes divide evenly among the channels
-    they are dealt out (channel c takes every channels-th route, or route c mod routes when there
-    are more channels), so together the channels use every parallel link and switch plane equally.
-    Otherwise each channel spreads over every route, as a GPU's traffic hashes over all NVSwitch
-    planes: dealing 18 routes to 16 channels would put two channels' worth on some links and one
-    on others. So do routes that share links unevenly (``route_weights``: a bundle that lost a
-    link), whose bytes the engine then splits by weight."""
+    """Routes of channel ``channel`` of ``channels`` from ``src`` to ``dst``: ``dealt_paths``'s entry."""
+    return dealt_paths(fabric, src, dst, channels)[channel]
+
+
+def dealt_paths(fabric: Fabric, src: str, dst: str, channels: int) -> tuple[tuple[Route, ...], ...]:
+    """Routes of each of ``channels`` NCCL-like channels (entry c: channel c's). When the
+    equal-cost routes divide evenly among the channels they are dealt out (channel c takes every
+    channels-th route, or route c mod routes when there are more channels), so together the
+    channels use every parallel link and switch plane equally. Otherwise each channel spreads
+    over every route, as a GPU's traffic hashes over all NVSwitch planes: dealing 18 routes to 16
+    channels would put two channels' worth on some links and one on others. So do routes that
+    share links unevenly (``route_weights``: a bundle that lost a link), whose bytes the engine
+    then splits by weight. Worked out once per pair and channel count (cached on the fabric)."""
     key = ("collectives.dealt", src, dst, channels)
     dealt = fabric.route_cache.get(key)
-    if dealt is None:  # what each channel takes, worked out once per pair and channel count
+    if dealt is None:
         facts = pair_facts(fabric, src, dst)
         routes = facts.routes
         if not facts.even:  # some links serve two routes (a bundle lost a link): spread
-            dealt = (routes,)
+            dealt = (routes,) * channels
         elif channels <= len(routes) and len(routes) % channels == 0:
             dealt = tuple(routes[c::channels] for c in range(channels))
         elif channels > len(routes) and channels % len(routes) == 0:
-            dealt = tuple((r,) for r in routes)  # channel c takes route c mod routes
+            alone = [(r,) for r in routes]
+            dealt = tuple(alone[c % len(routes)] for c in range(channels))
         else:
-            dealt = (routes,)
+            dealt = (routes,) * channels
         fabric.route_cache[key] = dealt
-    return dealt[channel % len(dealt)]
+    return dealt
 
 
 def default_channels(fabric: Fabric, gpus: tuple[str, ...]) -> int:

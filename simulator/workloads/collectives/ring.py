@@ -11,8 +11,8 @@ switch plane; on multi-node fabrics each channel's ring leaves every node throug
 
 from __future__ import annotations
 
-from simulator.workloads.collectives.base import (CollectiveSpec, DagBuilder, channel_paths, n_chunks,
-                                                  route_lat_s)
+from simulator.workloads.collectives.base import (CollectiveSpec, DagBuilder, channel_paths, dealt_paths,
+                                                  n_chunks, route_lat_s)
 from simulator.workloads.collectives.rails import nodes_of, ring_orders
 
 OPS = frozenset({"all_reduce", "reduce_scatter", "all_gather", "broadcast", "reduce"})
@@ -49,17 +49,16 @@ def ring_phase(dag: DagBuilder, spec: CollectiveSpec, ring: tuple[str, ...], ste
     for c in range(C):
         ring = orders[c]
         known = per_order.get(ring)
-        if known is None:  # the order's step delay and its built edges: (index, src, dst, deps, rate)
+        if known is None:  # the order's step delay and its built edges: (index, src, dst, deps, rate, paths)
             built = spec.built_edges(ring)
             hop, lat = edge_latency(spec, *ring_edges(spec, ring, built))
             known = per_order[ring] = (
                 base_s + steps * hop + (steps - 1) * lat + local,
-                [(i, src, dst, after.get(src, []) + after.get(dst, []), spec.cta_Bps(src, dst, ring=(program, m)))
-                 for i, src, dst in built])
+                [(i, src, dst, after.get(src, []) + after.get(dst, []), spec.cta_Bps(src, dst, ring=(program, m)),
+                  dealt_paths(spec.fabric, src, dst, C)) for i, src, dst in built])
         delay, edges = known
-        for i, src, dst, deps, rate in edges:
-            tid = dag.add(src, dst, wire, deps, delay, channel_paths(spec.fabric, src, dst, c, C),
-                          f"{tag}.ch{c}.r{i}", rate)
+        for i, src, dst, deps, rate, dealt in edges:
+            tid = dag.add(src, dst, wire, deps, delay, dealt[c], f"{tag}.ch{c}.r{i}", rate)
             done[src].append(tid)
             done[dst].append(tid)
     return done

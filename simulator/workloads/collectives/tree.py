@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import math
 
-from simulator.workloads.collectives.base import CollectiveSpec, DagBuilder, channel_paths, n_chunks, route_lat_s
+from simulator.workloads.collectives.base import (CollectiveSpec, DagBuilder, channel_paths, dealt_paths, n_chunks,
+                                                  route_lat_s)
 from simulator.workloads.collectives.rails import tree_parents
 
 OPS = frozenset({"all_reduce"})
@@ -43,7 +44,7 @@ def build(spec: CollectiveSpec, dag: DagBuilder) -> None:
     per_channel = spec.nbytes / C
     per_channel_trees = [channel_trees(spec, c) for c in range(C)]
     wire = spec.wire(per_channel)
-    edge: dict[tuple[str, str, int], tuple[float, float]] = {}  # (src, dst, depth) -> (delay, rate), as channels repeat pairs
+    edge: dict[tuple[str, str, int], tuple] = {}  # (src, dst, depth) -> (delay, rate, dealt paths): channels repeat pairs
     for c in range(C):
         t = c % 2
         both, depth = per_channel_trees[c]
@@ -59,8 +60,8 @@ def build(spec: CollectiveSpec, dag: DagBuilder) -> None:
                     if facts is None:
                         facts = edge[(src, dst, depth)] = (
                             base + 2 * depth * spec.hop_s(src, dst) + (2 * depth - 1) * route_lat_s(fabric, src, dst),
-                            spec.cta_Bps(src, dst))
-                    dag.add(src, dst, wire, (), facts[0], channel_paths(fabric, src, dst, c, C), tag, facts[1])
+                            spec.cta_Bps(src, dst), dealt_paths(fabric, src, dst, C))
+                    dag.add(src, dst, wire, (), facts[0], facts[2][c], tag, facts[1])
         else:
             _chunked(dag, spec, parent, per_channel, c, base, f"tree{t}.ch{c}")
 
