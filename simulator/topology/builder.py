@@ -9,6 +9,7 @@ pattern into physical links (checking generation, ports, retimers and cable reac
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 from types import MappingProxyType
@@ -51,9 +52,12 @@ class _Device:
 
 
 @dataclass(frozen=True, slots=True)
-class _Link:
-    a: str
-    b: str
+class _Links:
+    """The physical links one link spec makes in one place (an enclosure instance, or the top
+    level): they share every fact but their ends."""
+
+    ends: tuple[tuple[str, str], ...]
+    """``(a, b)`` of each physical link, in order (a pair joined by n parallel links n times)."""
     gen: LinkGeneration
     spec: LinkSpec
     cable: CablePart
@@ -150,8 +154,9 @@ def _expand_devices(model: TopologyModel, catalog: Catalog, sources: SourceMap) 
 # --- links ---------------------------------------------------------------------------------------
 
 def _expand_links(model: TopologyModel, devices: dict[str, _Device], catalog: Catalog,
-                  sources: SourceMap) -> list[_Link]:
-    links: list[_Link] = []
+                  sources: SourceMap) -> list[_Links]:
+    """Every link spec's links, enclosure instances first: the order of link (and channel) ids."""
+    links: list[_Links] = []
     members: dict[str, list[str]] = {}
     for dev in devices.values():
         if dev.group and dev.name.startswith(f"{dev.group}."):
@@ -160,15 +165,15 @@ def _expand_links(model: TopologyModel, devices: dict[str, _Device], catalog: Ca
         for instance in _names(enc.name, enc.count):
             local = members.get(instance, [])
             for k, spec in enumerate(enc.links):
-                links += _links_of(spec, ("enclosures", e, "links", k), local, f"{instance}.",
-                                   devices, catalog, sources)
+                links.append(_links_of(spec, ("enclosures", e, "links", k), local, f"{instance}.",
+                                       devices, catalog, sources))
     for k, spec in enumerate(model.links):
-        links += _links_of(spec, ("links", k), list(devices), "", devices, catalog, sources)
+        links.append(_links_of(spec, ("links", k), list(devices), "", devices, catalog, sources))
     return links
 
 
 def _links_of(spec: LinkSpec, path: Path_, names: list[str], prefix: str, devices: dict[str, _Device],
-              catalog: Catalog, sources: SourceMap) -> list[_Link]:
+              catalog: Catalog, sources: SourceMap) -> _Links:
     ends = []
     for key, globs in (("from", spec.from_), ("to", spec.to)):
         chosen = select(names, globs)
@@ -192,10 +197,13 @@ def _links_of(spec: LinkSpec, path: Path_, names: list[str], prefix: str, device
     cable = _hw(sources, path + ("cable", "kind"), catalog.cable, spec.cable.kind)
     _hw(sources, path + ("cable", "length"), cable.check_reach, gen.lane.data_rate_bps, spec.cable.length,
         retimers=spec.retimers, reach_factor=retimer.reach_factor if retimer else 1.0)
+    checked: set[str] = set()  # the check depends only on the part: the first failing device is named
     for a, b, _ in joined:
         for end in (a, b):
-            _check_generation(devices[end], gen, sources, path)
-    return [_Link(a, b, gen, spec, cable, retimer, path) for a, b, n in joined for _ in range(n)]
+            if devices[end].part.name not in checked:
+                _check_generation(devices[end], gen, sources, path)
+                checked.add(devices[end].part.name)
+    return _Links(tuple((a, b) for a, b, n in joined for _ in range(n)), gen, spec, cable, retimer, path)
 
 
 def _check_generation(device: _Device, gen: LinkGeneration, sources: SourceMap, path: Path_) -> None:
@@ -219,32 +227,27 @@ def _pcie_gen(name: str) -> int:
     return int(digits) if digits else 0
 
 
-def _check_ports(devices: dict[str, _Device], links: list[_Link], sources: SourceMap) -> list[str]:
+def _check_ports(devices: dict[str, _Device], links: list[_Links], sources: SourceMap) -> list[str]:
     """Error when a device gets more links (or lanes) of a fabric than it has; warn on idle ports."""
-    used: dict[tuple[str, str], int] = {}
-    lanes: dict[tuple[str, str], int] = {}
-    for link in links:
-        fabric = link.gen.fabric
-        for end in (link.a, link.b):
-            key, part = (end, fabric), devices[end].part
-            used[key] = used.get(key, 0) + 1
-            lanes[key] = lanes.get(key, 0) + link.gen.pairs_per_direction
-            if used[key] > part.ports.get(fabric, 0):
-                raise sources.error(link.path + ("links_per_pair",),
-                                    f"{end} ({part.name}) has {part.ports.get(fabric, 0)} {fabric} ports "
-                                    f"but the links give it {_total(links, end, fabric, False)}")
-            if fabric in part.lanes and lanes[key] > part.lanes[fabric]:
-                raise sources.error(link.path + ("width",),
-                                    f"{end} ({part.name}) has {part.lanes[fabric]} {fabric} lanes "
-                                    f"but the links use {_total(links, end, fabric, True)}")
+    used: Counter[tuple[str, str]] = Counter()
+    lanes: Counter[tuple[str, str]] = Counter()
+    for group in links:
+        fabric, width = group.gen.fabric, group.gen.pairs_per_direction
+        here = Counter((end, fabric) for pair in group.ends for end in pair)
+        used.update(here)
+        for key, n in here.items():
+            lanes[key] += n * width
+    if any(_overflow(devices[end].part, fabric, used[end, fabric], lanes[end, fabric])
+           for end, fabric in used):
+        raise _port_error(devices, links, sources)
     warnings = []
-    connected = {x for lk in links for x in (lk.a, lk.b)}
+    connected = {end for end, _ in used}
     idle = [d for d in devices if d not in connected]
     if idle:
         warnings.append(f"{len(idle)} device(s) have no links: {', '.join(idle[:4])}"
                         + (", ..." if len(idle) > 4 else ""))
     short = [d.name for d in devices.values() if d.part.kind == "gpu" and d.name in connected
-             and 0 < used.get((d.name, "nvlink"), 0) < d.part.ports.get("nvlink", 0)]
+             and 0 < used[d.name, "nvlink"] < d.part.ports.get("nvlink", 0)]
     if short:
         d = devices[short[0]]
         warnings.append(f"{len(short)} GPU(s) use fewer NVLink ports than they have, e.g. {d.name}: "
@@ -252,14 +255,47 @@ def _check_ports(devices: dict[str, _Device], links: list[_Link], sources: Sourc
     return warnings
 
 
-def _total(links: list[_Link], end: str, fabric: str, lanes: bool) -> int:
-    return sum((lk.gen.pairs_per_direction if lanes else 1) for lk in links
-               if lk.gen.fabric == fabric and end in (lk.a, lk.b))
+def _overflow(part: DevicePart, fabric: str, links: int, lanes: int) -> str:
+    """The link spec key to blame when a device of ``part`` with this many links and lanes of
+    ``fabric`` has too few ports (``links_per_pair``) or lanes (``width``); "" when they fit."""
+    if links > part.ports.get(fabric, 0):
+        return "links_per_pair"
+    if fabric in part.lanes and lanes > part.lanes[fabric]:
+        return "width"
+    return ""
+
+
+def _port_error(devices: dict[str, _Device], links: list[_Links], sources: SourceMap) -> InputError:
+    """The error at the first link, in order, that gives one of its ends too many links or lanes."""
+    used: Counter[tuple[str, str]] = Counter()
+    lanes: Counter[tuple[str, str]] = Counter()
+    for group in links:
+        fabric, width = group.gen.fabric, group.gen.pairs_per_direction
+        for pair in group.ends:
+            for end in pair:
+                part = devices[end].part
+                used[end, fabric] += 1
+                lanes[end, fabric] += width
+                blame = _overflow(part, fabric, used[end, fabric], lanes[end, fabric])
+                if blame == "links_per_pair":
+                    return sources.error(group.path + (blame,),
+                                         f"{end} ({part.name}) has {part.ports.get(fabric, 0)} {fabric} ports "
+                                         f"but the links give it {_total(links, end, fabric, False)}")
+                if blame == "width":
+                    return sources.error(group.path + (blame,),
+                                         f"{end} ({part.name}) has {part.lanes[fabric]} {fabric} lanes "
+                                         f"but the links use {_total(links, end, fabric, True)}")
+    raise AssertionError("_port_error called without an overflow")
+
+
+def _total(links: list[_Links], end: str, fabric: str, lanes: bool) -> int:
+    return sum((group.gen.pairs_per_direction if lanes else 1) * sum(end in pair for pair in group.ends)
+               for group in links if group.gen.fabric == fabric)
 
 
 # --- channels and power --------------------------------------------------------------------------
 
-def _assemble(name: str, devices: dict[str, _Device], links: list[_Link]) -> Fabric:
+def _assemble(name: str, devices: dict[str, _Device], links: list[_Links]) -> Fabric:
     nodes, rank = [], 0
     for dev in devices.values():
         part = dev.part
@@ -270,21 +306,24 @@ def _assemble(name: str, devices: dict[str, _Device], links: list[_Link]) -> Fab
                           scheduling=dev.scheduling))
         rank += part.kind == "gpu"
     channels: list[Channel] = []
-    alike: dict[tuple, tuple[dict, dict]] = {}  # links written by one spec share every fact but their ends
-    for index, link in enumerate(links):
-        kinds = (devices[link.a].part.kind, devices[link.b].part.kind)
-        key = (id(link.gen), id(link.spec), id(link.cable), id(link.retimer), kinds)
-        facts = alike.get(key)
-        if facts is None:
-            facts = alike[key] = _directions(link, kinds)
-        first = len(channels)
-        for k, ((src, dst), fields) in enumerate(zip(((link.a, link.b), (link.b, link.a)), facts)):
-            channels.append(Channel(id=first + k, link=index, src=src, dst=dst, **fields))
-    fabric = Fabric.from_parts(name, nodes, channels, _static_power(devices, links))
-    return fabric
+    kind = {name: dev.part.kind for name, dev in devices.items()}
+    # links of one spec (in every enclosure instance) share every fact but their ends and their kinds
+    alike: dict[tuple[int, ...], dict[tuple[str, str], tuple[dict, dict]]] = {}
+    index = 0
+    for group in links:
+        by_kinds = alike.setdefault((id(group.gen), id(group.spec), id(group.cable), id(group.retimer)), {})
+        for a, b in group.ends:
+            kinds = (kind[a], kind[b])
+            facts = by_kinds.get(kinds)
+            if facts is None:
+                facts = by_kinds[kinds] = _directions(group, kinds)
+            channels.append(Channel(id=2 * index, link=index, src=a, dst=b, **facts[0]))
+            channels.append(Channel(id=2 * index + 1, link=index, src=b, dst=a, **facts[1]))
+            index += 1
+    return Fabric.from_parts(name, nodes, channels, _static_power(devices, links))
 
 
-def _directions(link: _Link, kinds: tuple[str, str]) -> tuple[dict, dict]:
+def _directions(link: _Links, kinds: tuple[str, str]) -> tuple[dict, dict]:
     """The ``Channel`` fields of a link's two directions besides ids and ends (a -> b, b -> a)."""
     gen, spec, cable = link.gen, link.spec, link.cable
     latency = gen.phy_latency_s + cable.latency_s(spec.cable.length, gen)
@@ -312,8 +351,10 @@ def _directions(link: _Link, kinds: tuple[str, str]) -> tuple[dict, dict]:
     return out[0], out[1]
 
 
-def _static_power(devices: dict[str, _Device], links: list[_Link]) -> dict[str, float]:
-    """Always-on interconnect power by component kind (W); kinds present with 0 W are kept."""
+def _static_power(devices: dict[str, _Device], links: list[_Links]) -> dict[str, float]:
+    """Always-on interconnect power by component kind (W); kinds present with 0 W are kept.
+
+    Link by link, in order (a sum of floats depends on its order); a spec's links share the figures."""
     power: dict[str, float] = {}
 
     def add(key: str, watts: float) -> None:
@@ -322,10 +363,13 @@ def _static_power(devices: dict[str, _Device], links: list[_Link]) -> dict[str, 
     for dev in devices.values():
         if dev.part.kind not in ("gpu", "host") or dev.part.static_power_W:
             add(DEVICE_POWER_KEY[dev.part.kind], dev.part.static_power_W)
-    for link in links:
-        if link.retimer is not None:
-            add("retimer", link.spec.retimers * link.retimer.power_W)
-        key = CABLE_POWER_KEY.get(link.cable.kind)
-        if key:
-            add(key, 2 * link.cable.power_W_per_end(link.gen))
+    for group in links:
+        retimers = group.spec.retimers * group.retimer.power_W if group.retimer is not None else None
+        key = CABLE_POWER_KEY.get(group.cable.kind)
+        cable = 2 * group.cable.power_W_per_end(group.gen) if key else 0.0
+        for _ in group.ends:
+            if retimers is not None:
+                add("retimer", retimers)
+            if key:
+                add(key, cable)
     return power
