@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass
+from itertools import chain
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any, Callable, Sequence
@@ -203,7 +204,7 @@ def _links_of(spec: LinkSpec, path: Path_, names: list[str], prefix: str, device
             if devices[end].part.name not in checked:
                 _check_generation(devices[end], gen, sources, path)
                 checked.add(devices[end].part.name)
-    return _Links(tuple((a, b) for a, b, n in joined for _ in range(n)), gen, spec, cable, retimer, path)
+    return _Links(tuple([(a, b) for a, b, n in joined for _ in range(n)]), gen, spec, cable, retimer, path)
 
 
 def _check_generation(device: _Device, gen: LinkGeneration, sources: SourceMap, path: Path_) -> None:
@@ -229,29 +230,31 @@ def _pcie_gen(name: str) -> int:
 
 def _check_ports(devices: dict[str, _Device], links: list[_Links], sources: SourceMap) -> list[str]:
     """Error when a device gets more links (or lanes) of a fabric than it has; warn on idle ports."""
-    used: Counter[tuple[str, str]] = Counter()
-    lanes: Counter[tuple[str, str]] = Counter()
+    used: dict[str, Counter[str]] = {}  # fabric -> device -> links
+    lanes: dict[str, Counter[str]] = {}  # fabric -> device -> lane pairs per direction
     for group in links:
         fabric, width = group.gen.fabric, group.gen.pairs_per_direction
-        here = Counter((end, fabric) for pair in group.ends for end in pair)
-        used.update(here)
-        for key, n in here.items():
-            lanes[key] += n * width
-    if any(_overflow(devices[end].part, fabric, used[end, fabric], lanes[end, fabric])
-           for end, fabric in used):
+        here = Counter(chain.from_iterable(group.ends))
+        used.setdefault(fabric, Counter()).update(here)
+        into = lanes.setdefault(fabric, Counter())
+        for end, n in here.items():
+            into[end] += n * width
+    if any(_overflow(devices[end].part, fabric, n, lanes[fabric][end])
+           for fabric, ends in used.items() for end, n in ends.items()):
         raise _port_error(devices, links, sources)
     warnings = []
-    connected = {end for end, _ in used}
+    connected = set().union(*used.values())
     idle = [d for d in devices if d not in connected]
     if idle:
         warnings.append(f"{len(idle)} device(s) have no links: {', '.join(idle[:4])}"
                         + (", ..." if len(idle) > 4 else ""))
+    nvlink = used.get("nvlink", Counter())
     short = [d.name for d in devices.values() if d.part.kind == "gpu" and d.name in connected
-             and 0 < used[d.name, "nvlink"] < d.part.ports.get("nvlink", 0)]
+             and 0 < nvlink[d.name] < d.part.ports.get("nvlink", 0)]
     if short:
         d = devices[short[0]]
         warnings.append(f"{len(short)} GPU(s) use fewer NVLink ports than they have, e.g. {d.name}: "
-                        f"{used[(d.name, 'nvlink')]} of {d.part.ports['nvlink']}")
+                        f"{nvlink[d.name]} of {d.part.ports['nvlink']}")
     return warnings
 
 
@@ -352,24 +355,23 @@ def _directions(link: _Links, kinds: tuple[str, str]) -> tuple[dict, dict]:
 
 
 def _static_power(devices: dict[str, _Device], links: list[_Links]) -> dict[str, float]:
-    """Always-on interconnect power by component kind (W); kinds present with 0 W are kept.
-
-    Link by link, in order (a sum of floats depends on its order); a spec's links share the figures."""
+    """Always-on interconnect power by component kind (W); kinds present with 0 W are kept."""
     power: dict[str, float] = {}
 
-    def add(key: str, watts: float) -> None:
-        power[key] = power.get(key, 0.0) + watts
+    def add(key: str, watts: float, times: int = 1) -> None:
+        """Add ``watts`` ``times`` times, one by one: the same float as adding it link by link."""
+        total = power.get(key, 0.0)
+        for _ in range(times):
+            total += watts
+        power[key] = total
 
     for dev in devices.values():
         if dev.part.kind not in ("gpu", "host") or dev.part.static_power_W:
             add(DEVICE_POWER_KEY[dev.part.kind], dev.part.static_power_W)
-    for group in links:
-        retimers = group.spec.retimers * group.retimer.power_W if group.retimer is not None else None
+    for group in links:  # a spec's links share their figures
+        if group.retimer is not None:
+            add("retimer", group.spec.retimers * group.retimer.power_W, len(group.ends))
         key = CABLE_POWER_KEY.get(group.cable.kind)
-        cable = 2 * group.cable.power_W_per_end(group.gen) if key else 0.0
-        for _ in group.ends:
-            if retimers is not None:
-                add("retimer", retimers)
-            if key:
-                add(key, cable)
+        if key:
+            add(key, 2 * group.cable.power_W_per_end(group.gen), len(group.ends))
     return power

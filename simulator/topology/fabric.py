@@ -160,11 +160,11 @@ class Fabric:
         """Assemble a fabric from records (used by the builder and by tests' hand-made fabrics)."""
         node_map = {n.name: n for n in nodes}
         chans = sorted(channels, key=attrgetter("id"))
-        if [c.id for c in chans] != list(range(len(chans))):
+        if list(map(attrgetter("id"), chans)) != list(range(len(chans))):
             raise ValueError("channel ids must be 0..N-1")
-        for ch in chans:
-            if ch.src not in node_map or ch.dst not in node_map:
-                raise ValueError(f"channel {ch.id} joins unknown node {ch.src!r} or {ch.dst!r}")
+        if not set(map(attrgetter("src"), chans)).union(map(attrgetter("dst"), chans)) <= node_map.keys():
+            ch = next(c for c in chans if c.src not in node_map or c.dst not in node_map)
+            raise ValueError(f"channel {ch.id} joins unknown node {ch.src!r} or {ch.dst!r}")
         gpus = sorted((n for n in node_map.values() if n.kind == "gpu"), key=lambda n: n.rank)
         return cls(name=name, nodes=node_map, channels=chans,
                    gpus=[g.name for g in gpus], static_power_W=dict(static_power_W or {}))
