@@ -10,7 +10,7 @@ pattern into physical links (checking generation, ports, retimers and cable reac
 from __future__ import annotations
 
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from itertools import chain
 from pathlib import Path
 from types import MappingProxyType
@@ -311,7 +311,7 @@ def _assemble(name: str, devices: dict[str, _Device], links: list[_Links]) -> Fa
     channels: list[Channel] = []
     kind = {name: dev.part.kind for name, dev in devices.items()}
     # links of one spec (in every enclosure instance) share every fact but their ends and their kinds
-    alike: dict[tuple[int, ...], dict[tuple[str, str], tuple[dict, dict]]] = {}
+    alike: dict[tuple[int, ...], dict[tuple[str, str], tuple[tuple, tuple]]] = {}
     index = 0
     for group in links:
         by_kinds = alike.setdefault((id(group.gen), id(group.spec), id(group.cable), id(group.retimer)), {})
@@ -319,11 +319,25 @@ def _assemble(name: str, devices: dict[str, _Device], links: list[_Links]) -> Fa
             kinds = (kind[a], kind[b])
             facts = by_kinds.get(kinds)
             if facts is None:
-                facts = by_kinds[kinds] = _directions(group, kinds)
-            channels.append(Channel(id=2 * index, link=index, src=a, dst=b, **facts[0]))
-            channels.append(Channel(id=2 * index + 1, link=index, src=b, dst=a, **facts[1]))
+                forward, backward = _directions(group, kinds)
+                facts = by_kinds[kinds] = (_in_order(forward), _in_order(backward))
+            channels.append(Channel(2 * index, index, a, b, *facts[0]))
+            channels.append(Channel(2 * index + 1, index, b, a, *facts[1]))
             index += 1
     return Fabric.from_parts(name, nodes, channels, _static_power(devices, links))
+
+
+_PER_LINK = ("id", "link", "src", "dst")
+"""The ``Channel`` fields that differ between the links of one spec: they come first."""
+_SHARED = tuple(f.name for f in fields(Channel))[len(_PER_LINK):]
+"""Every other ``Channel`` field, in declaration order."""
+assert tuple(f.name for f in fields(Channel))[:len(_PER_LINK)] == _PER_LINK
+
+
+def _in_order(shared: dict[str, Any]) -> tuple:
+    """The shared fields as positional arguments after the per-link ones (a frozen record is built
+    ~15% faster from positions than from keywords; a field missing here is a KeyError)."""
+    return tuple(shared[name] for name in _SHARED)
 
 
 def _directions(link: _Links, kinds: tuple[str, str]) -> tuple[dict, dict]:
@@ -350,7 +364,7 @@ def _directions(link: _Links, kinds: tuple[str, str]) -> tuple[dict, dict]:
                         line_rate_Bps=gen.line_rate_Bps, rate_Bps=gen.payload_rate_Bps,
                         latency_s=latency, credit=credit, energy_pJ_per_bit=MappingProxyType(energy),
                         cable=cable.kind if cable.kind != "trace" else "", retimers=spec.retimers,
-                        reverse_overhead=gen.reverse_overhead))
+                        reverse_overhead=gen.reverse_overhead, ber=0.0))
     return out[0], out[1]
 
 
