@@ -14,9 +14,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from operator import attrgetter
 from types import MappingProxyType
-from typing import Iterable, Literal, Mapping
+from typing import TYPE_CHECKING, Iterable, Literal, Mapping
 
-import networkx as nx
+if TYPE_CHECKING:  # networkx is imported when the graph is first used
+    import networkx as nx
 
 FabricKind = Literal["nvlink", "pcie", "network", "c2c"]
 """Which interconnect a channel belongs to: NVLink (incl. NVSwitch ports), PCIe, the scale-out
@@ -175,6 +176,8 @@ class Fabric:
         with attribute ``node``, and one edge ``(src, dst, key=channel.id)`` per channel in id
         order with attribute ``ch``. Read it, never change it: it mirrors the records."""
         if self._graph is None:
+            import networkx as nx
+
             graph = nx.MultiDiGraph()
             graph.add_nodes_from((node.name, {"node": node}) for node in self.nodes.values())
             graph.add_edges_from((ch.src, ch.dst, ch.id, {"ch": ch}) for ch in self.channels)
