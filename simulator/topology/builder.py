@@ -200,10 +200,10 @@ def _links_of(spec: LinkSpec, path: Path_, names: list[str], prefix: str, device
         retimers=spec.retimers, reach_factor=retimer.reach_factor if retimer else 1.0)
     checked: set[str] = set()  # the check depends only on the part: the first failing device is named
     for a, b, _ in joined:
-        for end in (a, b):
-            if devices[end].part.name not in checked:
-                _check_generation(devices[end], gen, sources, path)
-                checked.add(devices[end].part.name)
+        for device in (devices[a], devices[b]):
+            if device.part.name not in checked:
+                _check_generation(device, gen, sources, path)
+                checked.add(device.part.name)
     return _Links(tuple([(a, b) for a, b, n in joined for _ in range(n)]), gen, spec, cable, retimer, path)
 
 
