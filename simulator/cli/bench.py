@@ -5,7 +5,6 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Annotated, Optional
 
 import typer
-from rich.console import Console
 
 from simulator.cli.common import (ArbiterOpt, CrossbarOpt, EngineOpt, IterationsOpt, PacketBytesOpt, QueueingOpt,
                                    JSON_HELP, SeedOpt, SpeedupOpt, load_fabric, report_console, switch_flags)
@@ -102,6 +101,8 @@ def register(app: typer.Typer) -> None:
             last.append(result)
 
         kwargs = dict(observer=combine(tracer, recorder), on_result=keep)
+        from rich.console import Console
+
         from simulator.cli.progress import SweepProgress
 
         with SweepProgress(Console(stderr=True), f"{op} on {spec.gpus} GPUs") as progress:

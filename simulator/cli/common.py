@@ -6,11 +6,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Callable, Optional
 
 import typer
-from rich.console import Console
 
 from simulator.errors import InputError
 
 if TYPE_CHECKING:  # the CLI imports the model only when a command runs (fast --help)
+    from rich.console import Console
     from simulator.topology.fabric import Fabric, SwitchScheduling
 
 EngineOpt = Annotated[str, typer.Option(help="packet, flow, or auto (flow for very large runs).")]
@@ -103,6 +103,8 @@ def report_console(stderr: bool = False) -> Console:
     on it go through :func:`simulator.reports.fit.fit`."""
     import os
     import sys
+
+    from rich.console import Console
 
     stream = sys.stderr if stderr else sys.stdout
     columns = os.environ.get("COLUMNS", "")

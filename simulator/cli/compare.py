@@ -6,11 +6,9 @@ from pathlib import Path
 from typing import Annotated, Optional
 
 import typer
-from rich.console import Console
 
 from simulator.cli.common import JSON_HELP, EngineOpt, FaultOpt, fault_specs, report_console
 from simulator.errors import InputError
-from simulator.reports.export import write_json
 
 
 def register(app: typer.Typer) -> None:
@@ -30,6 +28,7 @@ def register(app: typer.Typer) -> None:
         """Compare systems: time, busbw, p99 packet latency (packet engine), energy per op, static power, with
         a ratio column.
         With --fault every system runs healthy and degraded, side by side."""
+        from simulator.reports.export import write_json
         from simulator.runner.scenario_run import run_scenario
         from simulator.reports.scenario_text import print_scenario, scenario_plot
         from simulator.workloads.scenario import load_scenario, op_scenario
@@ -53,6 +52,8 @@ def register(app: typer.Typer) -> None:
         from simulator.cli.progress import ScenarioStatus
 
         specs, locate = fault_specs(fault or [])
+
+        from rich.console import Console
 
         console = Console(stderr=True)
         with console.status("simulating") as status:

@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import json
-from typing import Annotated, Any, Optional
+from typing import TYPE_CHECKING, Annotated, Any, Optional
 
 import typer
-from rich.console import Console
-from rich.table import Table
 
 from simulator.cli.common import FaultOpt
+
+if TYPE_CHECKING:
+    from rich.console import Console
+    from rich.table import Table
 
 
 def register(app: typer.Typer) -> None:
@@ -43,6 +45,8 @@ def register(app: typer.Typer) -> None:
 
 
 def _table(title: str, *columns: str) -> Table:
+    from rich.table import Table
+
     table = Table(title=title, title_justify="left", title_style="bold")
     for i, col in enumerate(columns):
         table.add_column(col, justify="left" if i == 0 else "right")

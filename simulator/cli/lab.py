@@ -7,15 +7,15 @@ rich table and a short explanation computed from the results, or the rows as JSO
 from __future__ import annotations
 
 import json
-from typing import Annotated, Optional
+from typing import TYPE_CHECKING, Annotated, Optional
 
 import typer
-from rich import box
-from rich.console import Console
-from rich.table import Table
 
 from simulator.cli.common import ArbiterOpt, CrossbarOpt, IterationsOpt, switch_flags
 from simulator.errors import InputError
+
+if TYPE_CHECKING:
+    from rich.table import Table
 
 lab_app = typer.Typer(help="Teaching labs: the credit loop, switch arbitration, head-of-line blocking, link-level retry, "
                            "switch scheduling.",
@@ -33,6 +33,9 @@ def register(app: typer.Typer) -> None:
 
 
 def _table(title: str, *columns: str) -> Table:
+    from rich import box
+    from rich.table import Table
+
     table = Table(title=title, title_justify="left", title_style="bold", box=box.SIMPLE_HEAD)
     for i, col in enumerate(columns):
         table.add_column(col, justify="left" if i == 0 else "right", no_wrap=i == 0, overflow="fold")
@@ -82,6 +85,8 @@ def credits(
     if as_json:
         typer.echo(json.dumps(rows, indent=1))
         return
+    from rich.console import Console
+
     console = Console()
     for gen in dict.fromkeys(r["generation"] for r in rows):
         mine = [r for r in rows if r["generation"] == gen]
@@ -129,6 +134,8 @@ def arbitration(
     if weights:
         table.caption = (f"weights of {'/'.join(names)}: {weights} (priorities for fixed_priority); "
                          f"starved: under {100 * STARVED_SHARE:g} % of the output")
+    from rich.console import Console
+
     console = Console()
     console.print(table)
     console.print(explain_arbitration(rows))
@@ -175,6 +182,8 @@ def hol(
     for r in result["pools"]:
         pools.add_row(r["policy"], f"{r['window_bytes'] / 1024:.2f} KiB", f"{r['sink_GBps']:.1f}",
                       f"{r['closed_form_GBps']:.1f}", f"{r['error_pct']:+.2f}")
+    from rich.console import Console
+
     console = Console()
     console.print(voq)
     console.print(pools)
@@ -203,6 +212,8 @@ def switch(
     if slots < 100:
         raise InputError(f"need at least 100 cell times to measure, got {slots}", field="slots")
     designs = [find_design(d) for d in design] if design else list(DESIGNS)
+    from rich.console import Console
+
     console = Console(stderr=True)
     with console.status(f"simulating {len(designs)} designs on a {ports}x{ports} switch ..."):
         rows = switch_lab(ports, designs, slots=slots, load=load, seed=seed)
@@ -275,6 +286,8 @@ def retry(
         table.add_row(_size(r["replay_buffer_bytes"]), f"{r['ber']:.0e}", f"{r['packet_error']:.1e}",
                       f"{r['simulated_GBps']:.2f}", f"{r['closed_form_GBps']:.2f}", f"{r['error_pct']:+.2f}",
                       r["limited_by"])
+    from rich.console import Console
+
     console = Console()
     console.print(table)
     console.print(explain_retry(rows))

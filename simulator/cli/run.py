@@ -5,10 +5,8 @@ from __future__ import annotations
 from typing import Annotated, Optional
 
 import typer
-from rich.console import Console
 
 from simulator.cli.common import JSON_HELP, FaultOpt, fault_specs, report_console
-from simulator.reports.export import write_csv, write_json
 
 
 def register(app: typer.Typer) -> None:
@@ -25,6 +23,7 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Run a scenario; with two or more topologies, compare them side by side. With --fault every
         topology runs healthy and degraded, side by side."""
+        from simulator.reports.export import write_csv, write_json
         from simulator.runner.scenario_run import run_scenario
         from simulator.reports.scenario_text import print_scenario, scenario_plot
         from simulator.workloads.scenario import load_scenario
@@ -40,6 +39,8 @@ def register(app: typer.Typer) -> None:
             from simulator.reports.trace import TraceWriter
 
             observer = TraceWriter(path=trace, inputs=inputs)
+        from rich.console import Console
+
         console = Console(stderr=True)
         with console.status(f"running {model.name}") as status:
             from simulator.cli.progress import ScenarioStatus

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Optional
+from typing import TYPE_CHECKING, Annotated, Optional
 
 import typer
-from rich.console import Console
 
 from simulator.cli.common import JSON_HELP
+
+if TYPE_CHECKING:
+    from rich.console import Console
 
 
 def register(app: typer.Typer) -> None:
@@ -48,6 +50,8 @@ def register(app: typer.Typer) -> None:
                 typer.echo(f"{p.index:4d}  {p.digest[:12]}  " + "  ".join(f"{k}={v}" for k, v in p.axes.items()))
             return
         store = ResultCache(None if no_cache else (cache or default_dir()))
+        from rich.console import Console
+
         console = Console(stderr=True)
         with (_progress(console, loaded.model.name, len(loaded.points)) if console.is_terminal else _quiet()) as bar:
             outcomes = run_points(loaded.points, execute, workers=workers, scheduler=scheduler, cache=store,

@@ -7,13 +7,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Optional
 
 import typer
-from rich.console import Console
-from rich.table import Table
 
 from simulator.cli.common import EngineOpt, load_fabric, report_console
 from simulator.errors import InputError
 
 if TYPE_CHECKING:
+    from rich.table import Table
     from simulator.runner.nccl_tests_validation import Summary
     from simulator.workloads.traces.nccl_tests_log import NcclTestsRun
 
@@ -76,6 +75,8 @@ def register(app: typer.Typer) -> None:
         path = Path(file) if file else find(DEFAULT_FILE, "validation")
         entries = load_published(path)
         root = path.resolve().parent.parent if path.resolve().parent.name == "validation" else Path.cwd()
+        from rich.console import Console
+
         console = Console(stderr=True)
         with console.status("simulating published measurements") as status:
             rows = predict(entries, root, threshold, on_row=lambda r: status.update(r["name"]))
@@ -102,6 +103,8 @@ def register(app: typer.Typer) -> None:
 
 
 def _table(rows: list[dict], threshold: float) -> Table:
+    from rich.table import Table
+
     from simulator.reports.nccl_table import how
 
     table = Table(title=f"Validation against published figures (pass: |error| <= {threshold:g}%)",
@@ -131,6 +134,8 @@ def _validate_logs(logs: list[str], topology: str | None, *, gpus: int | None, o
         raise InputError("refusing to overwrite an input file with the plot; name another file", field="plot")
     runs = [run for log in logs for run in parse_log(log, op=op)]
     fabric = load_fabric(topology)
+    from rich.console import Console
+
     console = Console(stderr=True)
     results = []
     with console.status("simulating the logged sizes") as status:
@@ -190,6 +195,8 @@ def _log_table(run: NcclTestsRun, rows: list[dict], system: str, in_place: bool)
     gpu = f", {run.gpu_names[0]}" if len(run.gpu_names) == 1 else ""
     title = (f"{run_label(run, rows[0]['ranks'])}{where}{gpu}\n"
              f"measured ({'in-place' if in_place else 'out-of-place'} columns) vs fabricsim on {system}")
+    from rich.table import Table
+
     table = Table(title=title, title_justify="left", title_style="bold")
     for col in ("size", "time meas (us)", "time pred (us)", "time err %", "busbw meas (GB/s)",
                 "busbw pred (GB/s)", "busbw err %", "algo/proto/ch/engine"):

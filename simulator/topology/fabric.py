@@ -1,6 +1,6 @@
 """The built topology: the one contract between the topology layer and the engines and workloads.
 
-A :class:`Fabric` is a networkx ``MultiDiGraph`` plus typed records. Nodes are devices (GPUs,
+A :class:`Fabric` is typed records plus their networkx ``MultiDiGraph``. Nodes are devices (GPUs,
 switch chips, NICs, PCIe switches, hosts); every physical link is two :class:`Channel` records, one
 per direction, each an edge ``(src, dst, key=channel.id)`` with attribute ``ch``. Capacities are
 always per direction; a bidirectional figure is the sum of a link's two channels.
@@ -12,10 +12,12 @@ Tests may build small fabrics directly with :meth:`Fabric.from_parts`.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from operator import attrgetter
 from types import MappingProxyType
-from typing import Iterable, Literal, Mapping
+from typing import TYPE_CHECKING, Iterable, Literal, Mapping
 
-import networkx as nx
+if TYPE_CHECKING:  # networkx is imported when the graph is first used
+    import networkx as nx
 
 FabricKind = Literal["nvlink", "pcie", "network", "c2c"]
 """Which interconnect a channel belongs to: NVLink (incl. NVSwitch ports), PCIe, the scale-out
@@ -136,7 +138,6 @@ class Fabric:
     """A built topology: graph, devices in order, channels by id, static power by component kind."""
 
     name: str
-    graph: nx.MultiDiGraph
     nodes: dict[str, Node]
     channels: list[Channel]
     gpus: list[str]
@@ -151,29 +152,47 @@ class Fabric:
     the flow engine switches to each one's surviving fabric at its time."""
     route_cache: dict = field(default_factory=dict, repr=False, compare=False)
     """(src, dst) -> routes; filled lazily by ``topology.routing``."""
+    _graph: nx.MultiDiGraph | None = field(default=None, init=False, repr=False, compare=False)
+    """The graph, built on first use of :attr:`graph` (most runs never need it)."""
 
     @classmethod
     def from_parts(cls, name: str, nodes: Iterable[Node], channels: Iterable[Channel],
                    static_power_W: Mapping[str, float] | None = None) -> "Fabric":
         """Assemble a fabric from records (used by the builder and by tests' hand-made fabrics)."""
         node_map = {n.name: n for n in nodes}
-        chans = sorted(channels, key=lambda c: c.id)
-        if [c.id for c in chans] != list(range(len(chans))):
+        chans = sorted(channels, key=attrgetter("id"))
+        if list(map(attrgetter("id"), chans)) != list(range(len(chans))):
             raise ValueError("channel ids must be 0..N-1")
-        graph = nx.MultiDiGraph()
-        for node in node_map.values():
-            graph.add_node(node.name, node=node)
-        for ch in chans:
-            if ch.src not in node_map or ch.dst not in node_map:
-                raise ValueError(f"channel {ch.id} joins unknown node {ch.src!r} or {ch.dst!r}")
-            graph.add_edge(ch.src, ch.dst, key=ch.id, ch=ch)
+        if not set(map(attrgetter("src"), chans)).union(map(attrgetter("dst"), chans)) <= node_map.keys():
+            ch = next(c for c in chans if c.src not in node_map or c.dst not in node_map)
+            raise ValueError(f"channel {ch.id} joins unknown node {ch.src!r} or {ch.dst!r}")
         gpus = sorted((n for n in node_map.values() if n.kind == "gpu"), key=lambda n: n.rank)
-        return cls(name=name, graph=graph, nodes=node_map, channels=chans,
+        return cls(name=name, nodes=node_map, channels=chans,
                    gpus=[g.name for g in gpus], static_power_W=dict(static_power_W or {}))
 
+    @property
+    def graph(self) -> nx.MultiDiGraph:
+        """The fabric as a networkx ``MultiDiGraph``, built on first use: nodes in ``nodes`` order
+        with attribute ``node``, and one edge ``(src, dst, key=channel.id)`` per channel in id
+        order with attribute ``ch``. Read it, never change it: it mirrors the records."""
+        if self._graph is None:
+            import networkx as nx
+
+            graph = nx.MultiDiGraph()
+            graph.add_nodes_from((node.name, {"node": node}) for node in self.nodes.values())
+            graph.add_edges_from((ch.src, ch.dst, ch.id, {"ch": ch}) for ch in self.channels)
+            self._graph = graph
+        return self._graph
+
     def out_channels(self, node: str) -> list[Channel]:
-        """Channels leaving ``node``, in id order."""
-        return sorted((d["ch"] for _, _, d in self.graph.out_edges(node, data=True)), key=lambda c: c.id)
+        """Channels leaving ``node``, in id order (a new list; none for an unknown node)."""
+        key = ("fabric.out_channels",)
+        out = self.route_cache.get(key)
+        if out is None:
+            out = self.route_cache[key] = {}
+            for ch in self.channels:
+                out.setdefault(ch.src, []).append(ch)
+        return list(out.get(node, ()))
 
     def reverse(self, ch: Channel) -> Channel:
         """The other direction of the same physical link (KeyError if the link has one direction)."""

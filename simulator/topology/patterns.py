@@ -7,7 +7,8 @@ builder locates them in the file.
 
 from __future__ import annotations
 
-from fnmatch import fnmatchcase
+import re
+from fnmatch import translate
 from typing import Callable, Sequence
 
 Pairing = Callable[[int, int], list[tuple[int, int]]]
@@ -51,8 +52,12 @@ PAIRINGS: dict[str, Pairing] = {
 
 
 def select(names: Sequence[str], globs: Sequence[str]) -> list[str]:
-    """Names matching any of ``globs``, in declaration order (so ranks and patterns are stable)."""
-    return [n for n in names if any(fnmatchcase(n, g) for g in globs)]
+    """Names matching any of ``globs`` (``fnmatchcase`` rules), in declaration order (so ranks and
+    patterns are stable)."""
+    if not globs:
+        return []
+    match = re.compile("|".join(translate(g) for g in globs)).match
+    return [n for n in names if match(n)]
 
 
 def pairs(pattern: str, a: Sequence[str], b: Sequence[str],
@@ -64,9 +69,9 @@ def pairs(pattern: str, a: Sequence[str], b: Sequence[str],
     if len(links_per_pair) not in (1, len(b)):
         raise ValueError(f"links_per_pair has {len(links_per_pair)} entries; give one number "
                          f"or one per 'to' device ({len(b)})")
-    out = []
-    for i, j in PAIRINGS[pattern](len(a), len(b)):
-        if a[i] == b[j]:
-            raise ValueError(f"{a[i]} would be linked to itself")
-        out.append((a[i], b[j], links_per_pair[j if len(links_per_pair) > 1 else 0]))
+    per = links_per_pair if len(links_per_pair) > 1 else [links_per_pair[0]] * len(b)
+    out = [(a[i], b[j], per[j]) for i, j in PAIRINGS[pattern](len(a), len(b))]
+    for x, y, _ in out:
+        if x == y:
+            raise ValueError(f"{x} would be linked to itself")
     return out
