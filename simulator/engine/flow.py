@@ -27,6 +27,7 @@ import heapq
 import time
 from dataclasses import dataclass
 from itertools import chain
+from operator import attrgetter
 from typing import TYPE_CHECKING
 
 import networkx as nx
@@ -34,7 +35,7 @@ import numpy as np
 
 from simulator.engine.flow_maxmin import max_min_rates
 from simulator.engine.result import RunResult
-from simulator.engine.transfer import Workload
+from simulator.engine.transfer import Transfer, Workload
 from simulator.errors import InputError, SimulationError
 from simulator.topology.fabric import Fabric
 from simulator.topology.routing import equal_cost_routes, route_shares, route_weights
@@ -60,15 +61,11 @@ class FlowConfig:
     collective's channels often repeat one transfer on the same routes). False: one flow each."""
 
 
-@dataclass(slots=True)
-class _Plan:
-    """Per-transfer routing decided before the run: sub-flow routes (interned ids) and byte shares,
-    latency of the slowest route, mean hops per byte."""
-
-    route_ids: np.ndarray
-    shares: np.ndarray
-    latency_s: float
-    mean_hops: float
+def _segments(starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
+    """Indices of the slices ``[starts[i], starts[i] + lengths[i])`` of a flat array, one after the
+    other (a CSR gather)."""
+    first = np.cumsum(lengths) - lengths  # where each slice begins in the output
+    return np.repeat(starts - first, lengths) + np.arange(int(lengths.sum()))
 
 
 class _RouteTable:
@@ -145,88 +142,164 @@ class _RouteTable:
         routes ``rids``."""
         lengths = self.use_length[rids]
         entry_flow = np.repeat(np.arange(len(rids)), lengths)
-        first = np.cumsum(lengths) - lengths
-        at = np.repeat(self.use_ptr[rids] - first, lengths) + np.arange(int(lengths.sum()))
+        at = _segments(self.use_ptr[rids], lengths)
         return entry_flow, self.use_channel[at], self.use_coef[at]
 
 
-_LOCAL = _Plan(np.zeros(0, dtype=np.int64), np.zeros(0), 0.0, 0.0)
-"""Plan of a local copy (src == dst): no channel crossed."""
+class _Plans:
+    """Per class, the routing decided before the run, in flat arrays: its sub-flows' routes
+    (interned ids) ``route_ids[at[k]:at[k] + count[k]]`` and their shares of its bytes, the
+    zero-load latency of its slowest route (s) and its mean hops per byte. A class with no route
+    (a pure delay, or a local copy that crosses no channel) has ``count`` 0. A plan made again
+    during the run (a fault) is appended and ``at`` points to it."""
+
+    __slots__ = ("at", "count", "route_ids", "shares", "latency_s", "mean_hops")
+
+    def __init__(self, at: np.ndarray, count: np.ndarray, route_ids: np.ndarray, shares: np.ndarray,
+                 latency_s: list[float], mean_hops: list[float]) -> None:
+        self.at = at
+        self.count = count
+        self.route_ids = route_ids
+        self.shares = shares
+        self.latency_s = latency_s
+        """Per class (a list: read one at a time in the event loop)."""
+        self.mean_hops = mean_hops
+        """Per class (a list, as ``latency_s``)."""
+
+    def routes(self, k: int) -> np.ndarray:
+        """Route ids of class ``k``'s sub-flows."""
+        return self.route_ids[self.at[k]:self.at[k] + self.count[k]]
+
+    def entries(self, ks: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(index into ``route_ids``/``shares`` of every sub-flow of the classes ``ks``, one class
+        after the other; sub-flows per class)."""
+        counts = self.count[ks]
+        return _segments(self.at[ks], counts), counts
+
+    def replace(self, k: int, route_ids: np.ndarray, shares: np.ndarray, latency_s: float, mean_hops: float) -> None:
+        """Give class ``k`` a new plan."""
+        self.at[k] = len(self.route_ids)
+        self.count[k] = len(route_ids)
+        self.route_ids = np.concatenate((self.route_ids, route_ids))
+        self.shares = np.concatenate((self.shares, shares))
+        self.latency_s[k] = latency_s
+        self.mean_hops[k] = mean_hops
 
 
-def _classes(workload: Workload, aggregate: bool) -> tuple[list[int], list[int], list[int]]:
+def _paths_ids(transfers: tuple[Transfer, ...]) -> list[int]:
+    """Per transfer, a number for its ``paths`` (equal paths, equal numbers). Collectives pass the
+    same paths object to many transfers: each object's nested tuple is hashed once, not once per
+    transfer (the transfers keep the objects alive, so their ``id`` stays theirs)."""
+    of_object: dict[int, int] = {}
+    of_value: dict[tuple | None, int] = {}
+    out = []
+    for paths in map(attrgetter("paths"), transfers):
+        i = of_object.get(id(paths))
+        if i is None:
+            i = of_object[id(paths)] = of_value.setdefault(paths, len(of_value))
+        out.append(i)
+    return out
+
+
+_SAME_CLASS = attrgetter("src", "dst", "bytes", "delay_s", "rate_Bps", "deps")
+"""What identical transfers share, with their paths (``_classes``)."""
+
+
+def _classes(transfers: tuple[Transfer, ...], paths_ids: list[int],
+             aggregate: bool) -> tuple[np.ndarray, list[int], list[int]]:
     """Transfers grouped into classes of identical ones (``FlowConfig.aggregate``): each
-    transfer's class, each class's first transfer (its representative) and its multiplicity."""
-    transfers = workload.transfers
+    transfer's class, each class's first transfer (its representative) and its multiplicity.
+    Classes are numbered in the order of their first transfer."""
+    n = len(transfers)
     if not aggregate:
-        n = len(transfers)
-        return list(range(n)), list(range(n)), [1] * n
+        return np.arange(n), list(range(n)), [1] * n
     of: dict[tuple, int] = {}
-    klass, reps, mult = [], [], []
-    for t in transfers:
-        key = (t.src, t.dst, t.bytes, t.delay_s, t.rate_Bps, t.deps, t.paths)
-        k = of.get(key)
-        if k is None:
-            k = of[key] = len(reps)
-            reps.append(t.id)
-            mult.append(0)
-        mult[k] += 1
-        klass.append(k)
-    return klass, reps, mult
+    klass = np.array([of.setdefault(key, len(of)) for key in zip(map(_SAME_CLASS, transfers), paths_ids)],
+                     dtype=np.int64)
+    reps = np.unique(klass, return_index=True)[1]
+    return klass, reps.tolist(), np.bincount(klass).tolist()
 
 
-def _plan(fabric: Fabric, workload: Workload, table: _RouteTable, reps: list[int],
-          mult: list[int]) -> tuple[list[_Plan | None], np.ndarray]:
-    """One plan per class (None for pure delays), shared by classes with the same src, dst and
-    paths; sub-flow bytes in proportion to each route's bottleneck rate. A rate-limited class
-    gets a limit channel of its own (id ``len(fabric.channels) + k``) appended to each of its
-    routes, of its members' rates together (each member's sub-flows are held to its own rate).
-    Returns the plans and the limits (B/s)."""
-    route_ids: dict[tuple, list[int] | None] = {}
-    keys: list[tuple | None] = []
-    limits: list[float] = []
+def _plan(fabric: Fabric, transfers: tuple[Transfer, ...], paths_ids: list[int], table: _RouteTable,
+          reps: list[int], mult: list[int]) -> tuple[_Plans, np.ndarray]:
+    """One plan per class, shared by classes with the same src, dst and paths; sub-flow bytes in
+    proportion to each route's bottleneck rate. A rate-limited class gets a limit channel of its
+    own (id ``len(fabric.channels) + k``) appended to each of its routes, of its members' rates
+    together (each member's sub-flows are held to its own rate). Returns the plans and the limits
+    (B/s)."""
     n_real = len(fabric.channels)
+    plan_of: dict[tuple, int] = {}  # (src, dst, paths number) of a class with no rate limit -> its plan
+    plan_routes: list[list[int] | None] = []  # per plan its route ids (None: a local copy, no channel)
+    plan_paths: list[tuple] = []  # per plan (src, dst, paths number)
+    class_plan = np.full(len(reps), -1, dtype=np.int64)  # -1: a pure delay
+    limits: list[float] = []
     for k, tid in enumerate(reps):
-        t = workload.transfers[tid]
+        t = transfers[tid]
         if t.bytes == 0:
-            keys.append(None)
             continue
+        paths = (t.src, t.dst, paths_ids[tid])
         limit = ()
-        if t.rate_Bps:
+        if t.rate_Bps:  # a plan of its own
             limit = (n_real + len(limits),)
             limits.append(t.rate_Bps * mult[k])
-        key = (t.src, t.dst, t.paths, limit)
-        keys.append(key)
+        else:
+            j = plan_of.get(paths)
+            if j is not None:
+                class_plan[k] = j
+                continue
+            plan_of[paths] = len(plan_routes)
+        class_plan[k] = len(plan_routes)
+        plan_paths.append(paths)
         if t.src == t.dst and limit:  # a local copy at the pace of its CTAs: the limit is its route
-            route_ids[key] = [table.intern(limit)]
-        elif key not in route_ids:
-            routes = t.paths if t.paths is not None else equal_cost_routes(fabric, t.src, t.dst)
-            if not routes:
-                raise SimulationError(f"transfer {t.id} ({t.src}->{t.dst}) has no route")
-            route_ids[key] = None if tuple(routes) == ((),) else [table.intern(tuple(r) + limit) for r in routes]
+            plan_routes.append([table.intern(limit)])
+            continue
+        routes = t.paths if t.paths is not None else equal_cost_routes(fabric, t.src, t.dst)
+        if not routes:
+            raise SimulationError(f"transfer {t.id} ({t.src}->{t.dst}) has no route")
+        plan_routes.append(None if tuple(routes) == ((),) else [table.intern(tuple(r) + limit) for r in routes])
     limits_Bps = np.array(limits, dtype=float)
     table.freeze(fabric, limits_Bps)
-    plans: dict[tuple, _Plan] = {}
-    weights_of: dict[tuple, np.ndarray] = {}
+    return _plans_of(table, plan_routes, plan_paths, class_plan), limits_Bps
+
+
+def _plans_of(table: _RouteTable, plan_routes: list[list[int] | None], plan_paths: list[tuple],
+              class_plan: np.ndarray) -> _Plans:
+    """The plans of ``_plan``, given their routes, laid out per class (see there)."""
+    route_ids: list[int] = []
+    shares: list[float] = []
+    at, latency_s, mean_hops = [], [], []
+    weights_of: dict[tuple, np.ndarray] = {}  # the same routes but for a class's own rate limit
     latency, hops = table.latency_s.tolist(), table.hops.tolist()
-    one = np.ones(1)
-    for key, rids in route_ids.items():
-        if rids is None:
-            plans[key] = _LOCAL
-            continue
-        ids = np.array(rids, dtype=np.int64)
-        if len(rids) == 1:  # one route (a paced local copy has no hop and no latency)
-            plans[key] = _Plan(ids, one, float(latency[rids[0]]), float(hops[rids[0]]))
-            continue
-        weights = weights_of.get(key[:3])  # the same routes but for a transfer's own rate limit
-        if weights is None:
-            weights = weights_of[key[:3]] = route_weights([table.routes[r][:int(table.hops[r])] for r in rids])
-        rates = table.rate_Bps[ids] * weights
-        shares = rates / rates.sum()
-        keep = shares > 0
-        plans[key] = _Plan(ids[keep], shares[keep], float(table.latency_s[ids].max()),
-                           float(np.dot(shares, table.hops[ids])))
-    return [None if key is None else plans[key] for key in keys], limits_Bps
+    for rids, paths in zip(plan_routes, plan_paths):
+        at.append(len(route_ids))
+        if rids is None:  # a local copy: no channel, no latency
+            latency_s.append(0.0)
+            mean_hops.append(0.0)
+        elif len(rids) == 1:  # one route (a paced local copy has no hop and no latency)
+            route_ids.append(rids[0])
+            shares.append(1.0)
+            latency_s.append(float(latency[rids[0]]))
+            mean_hops.append(float(hops[rids[0]]))
+        else:
+            ids = np.array(rids, dtype=np.int64)
+            weights = weights_of.get(paths)
+            if weights is None:
+                weights = weights_of[paths] = route_weights([table.routes[r][:int(table.hops[r])] for r in rids])
+            rates = table.rate_Bps[ids] * weights
+            share = rates / rates.sum()
+            keep = share > 0
+            route_ids.extend(ids[keep].tolist())
+            shares.extend(share[keep].tolist())
+            latency_s.append(float(table.latency_s[ids].max()))
+            mean_hops.append(float(np.dot(share, table.hops[ids])))
+    at.append(len(route_ids))  # a last plan of no route, for the pure delays (class_plan -1)
+    latency_s.append(0.0)
+    mean_hops.append(0.0)
+    at_plan = np.array(at, dtype=np.int64)
+    count = np.diff(at_plan, append=len(route_ids))
+    return _Plans(at_plan[class_plan], count[class_plan], np.array(route_ids, dtype=np.int64),
+                  np.array(shares, dtype=float), np.array(latency_s)[class_plan].tolist(),
+                  np.array(mean_hops)[class_plan].tolist())
 
 
 def channel_capacity_Bps(fabric: Fabric) -> np.ndarray:
@@ -255,12 +328,15 @@ def channel_capacity_Bps(fabric: Fabric) -> np.ndarray:
 
 
 class _Active:
-    """The active sub-flows as parallel numpy arrays. Additions are queued and concatenated once
-    per event (``flush``), so adding k sub-flows costs O(k), not O(k x active)."""
+    """The active sub-flows as parallel numpy arrays, and per class how many of them it has.
+    Additions are queued and concatenated once per event (``flush``), so adding k sub-flows costs
+    O(k), not O(k x active)."""
 
-    __slots__ = ("tid", "bytes", "left", "rid", "weight", "rate", "dirty", "_pending")
+    __slots__ = ("plans", "tid", "bytes", "left", "rid", "weight", "rate", "outstanding", "dirty", "_pending")
 
-    def __init__(self) -> None:
+    def __init__(self, plans: _Plans, n_classes: int) -> None:
+        self.plans = plans
+        """Where each class's sub-flows go (``flush`` reads the plan of the moment)."""
         self.tid = np.zeros(0, dtype=np.int64)
         """Class of each sub-flow (``_classes``)."""
         self.weight = np.zeros(0)
@@ -273,41 +349,48 @@ class _Active:
         """Interned route id of each sub-flow."""
         self.rate = np.zeros(0)
         """Current max-min rate (B/s)."""
+        self.outstanding = np.zeros(n_classes, dtype=np.int64)
+        """Per class: its sub-flows still active."""
         self.dirty = False
-        self._pending: list[tuple[int, float, _Plan, int]] = []
+        self._pending: list[tuple[int, float, int]] = []
 
     def __len__(self) -> int:
         return len(self.tid)
 
-    def add(self, tid: int, nbytes: float, plan: _Plan, weight: int = 1) -> None:
-        """Queue the sub-flows of class ``tid`` (``nbytes`` of each of its ``weight`` transfers
-        spread over ``plan``'s routes)."""
-        self._pending.append((tid, nbytes, plan, weight))
+    def add(self, k: int, nbytes: float, weight: int = 1) -> None:
+        """Queue the sub-flows of class ``k`` (``nbytes`` of each of its ``weight`` transfers
+        spread over its plan's routes)."""
+        self._pending.append((k, nbytes, weight))
         self.dirty = True
 
     def flush(self) -> None:
         pending = self._pending
         if not pending:
             return
-        counts = [len(p.route_ids) for _, _, p, _ in pending]
-        tid = np.repeat(np.fromiter((t for t, _, _, _ in pending), dtype=np.int64, count=len(pending)), counts)
-        weight = np.repeat(np.fromiter((w for _, _, _, w in pending), dtype=float, count=len(pending)), counts)
-        nbytes = np.concatenate([b * p.shares for _, b, p, _ in pending])
-        rid = np.concatenate([p.route_ids for _, _, p, _ in pending])
-        self.tid = np.concatenate((self.tid, tid))
+        ks = np.fromiter((k for k, _, _ in pending), dtype=np.int64, count=len(pending))
+        at, counts = self.plans.entries(ks)
+        nbytes = np.repeat(np.fromiter((b for _, b, _ in pending), dtype=float, count=len(pending)), counts)
+        nbytes *= self.plans.shares[at]
+        weight = np.repeat(np.fromiter((w for _, _, w in pending), dtype=float, count=len(pending)), counts)
+        np.add.at(self.outstanding, ks, counts)
+        self.tid = np.concatenate((self.tid, np.repeat(ks, counts)))
         self.weight = np.concatenate((self.weight, weight))
         self.bytes = np.concatenate((self.bytes, nbytes))
         self.left = np.concatenate((self.left, nbytes))
-        self.rid = np.concatenate((self.rid, rid))
+        self.rid = np.concatenate((self.rid, self.plans.route_ids[at]))
         pending.clear()
 
-    def keep(self, mask: np.ndarray) -> None:
-        self.tid = self.tid[mask]
-        self.weight = self.weight[mask]
-        self.bytes = self.bytes[mask]
-        self.left = self.left[mask]
-        self.rid = self.rid[mask]
+    def remove(self, mask: np.ndarray) -> np.ndarray:
+        """Drop the sub-flows ``mask``; return the classes that have none left (ascending)."""
+        ks = self.tid[mask]
+        np.subtract.at(self.outstanding, ks, 1)
+        self.tid = self.tid[~mask]
+        self.weight = self.weight[~mask]
+        self.bytes = self.bytes[~mask]
+        self.left = self.left[~mask]
+        self.rid = self.rid[~mask]
         self.dirty = True
+        return np.unique(ks[self.outstanding[ks] == 0])
 
     def reallocate(self, capacity: np.ndarray, table: _RouteTable) -> None:
         """Max-min rates. Sub-flows on the same route get the same max-min rate, so the allocation
@@ -322,12 +405,13 @@ class _Active:
         self.dirty = False
 
 
-def _strike(change: FabricChange, fabric: Fabric, workload: Workload, table: _RouteTable, plans: list[_Plan | None],
+def _strike(change: FabricChange, fabric: Fabric, workload: Workload, table: _RouteTable, plans: _Plans,
             started: np.ndarray, active: _Active, capacity: np.ndarray, limits: np.ndarray,
-            route_bytes: np.ndarray, outstanding: np.ndarray) -> tuple[np.ndarray, float, dict]:
-    """Switch the run to ``change``: new capacities, sub-flows
-    and plans off the lost channels (module docstring). Returns the grown ``route_bytes``, the
-    change in hop-bytes (for the invariant) and the event for the result."""
+            route_bytes: np.ndarray) -> tuple[np.ndarray, float, dict]:
+    """Switch the run to ``change``: new capacities, sub-flows and plans off the lost channels
+    (module docstring). Runs with changes have no classes: class ``k`` is transfer ``k``. Returns
+    the grown ``route_bytes``, the change in hop-bytes (for the invariant) and the event for the
+    result."""
     n_real = len(fabric.channels)
     capacity[:n_real] = 0.0
     capacity[change.original_id] = channel_capacity_Bps(change.fabric)
@@ -344,14 +428,14 @@ def _strike(change: FabricChange, fabric: Fabric, workload: Workload, table: _Ro
         hop_delta -= float(np.dot(active.left[on_lost], table.hops[active.rid[on_lost]]))
         for tid, left in zip(active.tid[on_lost].tolist(), active.left[on_lost].tolist()):
             moved[tid] = moved.get(tid, 0.0) + left
-        np.subtract.at(outstanding, active.tid[on_lost], 1)
-        active.keep(~on_lost)
-    pending = [t.id for t in workload.transfers if plans[t.id] is not None and not started[t.id]
-               and len(plans[t.id].route_ids) and route_lost[plans[t.id].route_ids].any()]
+        active.remove(on_lost)
+    to_start = np.flatnonzero((plans.count > 0) & ~started)
+    at, counts = plans.entries(to_start)
+    pending = np.unique(np.repeat(to_start, counts)[route_lost[plans.route_ids[at]]]).tolist()
     new_routes: dict[int, tuple[list[int], np.ndarray]] = {}
     for tid in [*moved, *pending]:
         t = workload.transfers[tid]
-        last = table.routes[int(plans[tid].route_ids[0])][-1]
+        last = table.routes[int(plans.routes(tid)[0])][-1]
         limit = (last,) if last >= n_real else ()
         when = f"from {format_seconds(change.at_s)} on ({'; '.join(change.faults)})"
         in_switch = "" if {fabric.nodes[t.src].kind, fabric.nodes[t.dst].kind} <= {"gpu", "host"} else \
@@ -373,18 +457,36 @@ def _strike(change: FabricChange, fabric: Fabric, workload: Workload, table: _Ro
         route_bytes = np.concatenate((route_bytes, np.zeros(len(table.routes) - len(route_bytes))))
     for tid, (rids, shares) in new_routes.items():
         ids = np.array(rids, dtype=np.int64)
-        old = plans[tid]
-        plans[tid] = _Plan(ids, shares, max(float(table.latency_s[ids].max()), old.latency_s if tid in moved else 0.0),
-                           float(np.dot(shares, table.hops[ids])))
+        latency_s = max(float(table.latency_s[ids].max()), plans.latency_s[tid] if tid in moved else 0.0)
+        plans.replace(tid, ids, shares, latency_s, float(np.dot(shares, table.hops[ids])))
         if tid in moved:
-            active.add(tid, moved[tid], plans[tid])
-            outstanding[tid] += len(ids)
-            hop_delta += moved[tid] * plans[tid].mean_hops
+            active.add(tid, moved[tid])
+            hop_delta += moved[tid] * plans.mean_hops[tid]
     active.flush()
     active.dirty = True
     event = {"at_s": change.at_s, "faults": list(change.faults), "bytes_rerouted": float(sum(moved.values())),
              "transfers_rerouted": len(new_routes)}
     return route_bytes, hop_delta, event
+
+
+def _dep_edges(deps: list[tuple[int, ...]]) -> tuple[np.ndarray, np.ndarray]:
+    """(waiting index, dep) for every dep of every entry of ``deps``, in order."""
+    lengths = np.fromiter(map(len, deps), dtype=np.int64, count=len(deps))
+    waiting = np.repeat(np.arange(len(deps)), lengths)
+    return waiting, np.fromiter(chain.from_iterable(deps), dtype=np.int64, count=len(waiting))
+
+
+def _children(transfers: tuple[Transfer, ...], klass: np.ndarray, reps: list[int]) -> tuple[list[int], list[int]]:
+    """Per class ``k``, the classes waiting on its members, ``children[at[k]:at[k + 1]]``: member
+    by member (ascending ids), the classes whose representative depends on that member, ascending,
+    once per such dep. A class is released by the last of its deps to finish, so this order is the
+    order of release."""
+    child, dep = _dep_edges([transfers[r].deps for r in reps])
+    parent = klass[dep]
+    order = np.lexsort((child, dep, parent))
+    at = np.zeros(len(reps) + 1, dtype=np.int64)
+    np.cumsum(np.bincount(parent, minlength=len(reps)), out=at[1:])
+    return child[order].tolist(), at.tolist()
 
 
 def run_flow(fabric: Fabric, workload: Workload, config: FlowConfig = FlowConfig()) -> RunResult:
@@ -395,42 +497,39 @@ def run_flow(fabric: Fabric, workload: Workload, config: FlowConfig = FlowConfig
     wall0 = time.perf_counter()
     transfers = workload.transfers
     n = len(transfers)
+    paths_ids = _paths_ids(transfers)
     # faults at a time reroute single transfers: no classes then (each transfer its own)
-    klass, reps, mult = _classes(workload, config.aggregate and not fabric.changes)
-    members: list[list[int]] = [[] for _ in reps]
-    for tid, k in enumerate(klass):
-        members[k].append(tid)
+    klass, reps, mult = _classes(transfers, paths_ids, config.aggregate and not fabric.changes)
     table = _RouteTable()
-    plans, limits = _plan(fabric, workload, table, reps, mult)
+    plans, limits = _plan(fabric, transfers, paths_ids, table, reps, mult)
     capacity = np.concatenate((channel_capacity_Bps(fabric), limits))
     n_real = len(fabric.channels)
-    start = np.full(n, np.nan)
-    finish = np.full(n, np.nan)
+    nbytes = [transfers[r].bytes for r in reps]
+    """Per class: bytes of each of its transfers."""
+    start = [np.nan] * len(reps)
+    """Per class: when it started (its transfers start together)."""
+    finish = [np.nan] * len(reps)
+    """Per class: when it finished (its transfers finish together)."""
     waiting = [len(transfers[r].deps) for r in reps]
-    children: list[list[int]] = [[] for _ in range(n)]  # transfer -> classes waiting on it
-    for k, r in enumerate(reps):
-        for d in transfers[r].deps:
-            children[d].append(k)
-    outstanding = np.zeros(len(reps), dtype=np.int64)
+    children, children_at = _children(transfers, klass, reps)
     route_bytes = np.zeros(len(table.routes))
     heap: list[tuple[float, int, int, int]] = []
     seq = 0
 
     def release(k: int, ready: float) -> None:
         nonlocal seq
-        t = transfers[reps[k]]
-        if t.bytes == 0:
-            start[members[k]] = ready
-            heapq.heappush(heap, (ready + t.delay_s, seq, _FINISH, k))
+        if nbytes[k] == 0:
+            start[k] = ready
+            heapq.heappush(heap, (ready + transfers[reps[k]].delay_s, seq, _FINISH, k))
         else:
-            heapq.heappush(heap, (ready + t.delay_s, seq, _START, k))
+            heapq.heappush(heap, (ready + transfers[reps[k]].delay_s, seq, _START, k))
         seq += 1
 
-    for k, r in enumerate(reps):
-        if not transfers[r].deps:
+    for k, deps in enumerate(waiting):
+        if not deps:
             release(k, 0.0)
 
-    active = _Active()
+    active = _Active(plans, len(reps))
     now, events, delivered = 0.0, 0, 0
     changes, fault_events, hop_delta, planned_hop_bytes = list(fabric.changes), [], 0.0, 0.0
     while heap or len(active):
@@ -450,65 +549,57 @@ def run_flow(fabric: Fabric, workload: Workload, config: FlowConfig = FlowConfig
             if drained.any():
                 route_bytes += np.bincount(active.rid[drained], weights=active.bytes[drained] * active.weight[drained],
                                            minlength=len(route_bytes))
-                ks = active.tid[drained]
-                np.subtract.at(outstanding, ks, 1)
-                for k in np.unique(ks[outstanding[ks] == 0]).tolist():
-                    heapq.heappush(heap, (t_next + plans[k].latency_s, seq, _FINISH, k))
+                for k in active.remove(drained).tolist():
+                    heapq.heappush(heap, (t_next + plans.latency_s[k], seq, _FINISH, k))
                     seq += 1
-                active.keep(~drained)
         now = t_next
         if t_change <= now:  # a fault strikes: before anything starts at this time
             route_bytes, delta, event = _strike(changes[len(fault_events)], fabric, workload, table, plans,
-                                                np.isfinite(start), active, capacity, limits, route_bytes,
-                                                outstanding)
+                                                np.isfinite(start), active, capacity, limits, route_bytes)
             hop_delta += delta
             fault_events.append(event)
         while heap and heap[0][0] <= now:
             _, _, kind, k = heapq.heappop(heap)
             if kind == _START:
-                start[members[k]] = now
-                plan = plans[k]
-                if not len(plan.route_ids):
+                start[k] = now
+                if not plans.count[k]:
                     heapq.heappush(heap, (now, seq, _FINISH, k))
                     seq += 1
                     continue
-                active.add(k, float(transfers[reps[k]].bytes), plan, mult[k])
-                outstanding[k] += len(plan.route_ids)
-                planned_hop_bytes += transfers[reps[k]].bytes * mult[k] * plan.mean_hops
+                active.add(k, float(nbytes[k]), mult[k])
+                planned_hop_bytes += nbytes[k] * mult[k] * plans.mean_hops[k]
             else:
-                finish[members[k]] = now
-                delivered += transfers[reps[k]].bytes * mult[k]
-                for tid in members[k]:
-                    for child in children[tid]:
-                        waiting[child] -= 1
-                        if waiting[child] == 0:
-                            release(child, now)
+                finish[k] = now
+                delivered += nbytes[k] * mult[k]
+                for child in children[children_at[k]:children_at[k + 1]]:
+                    waiting[child] -= 1
+                    if waiting[child] == 0:
+                        release(child, now)
         active.flush()
     channel_bytes = np.zeros(len(capacity))
     if len(table.routes):
         np.add.at(channel_bytes, table.channels, np.repeat(route_bytes, table.length))
     channel_bytes, capacity = channel_bytes[:n_real], capacity[:n_real]
-    injected = sum(t.bytes for t in transfers)
-    hop_bytes = sum(transfers[r].bytes * mult[k] * plans[k].mean_hops
-                    for k, r in enumerate(reps) if plans[k] is not None)
+    injected = sum(map(attrgetter("bytes"), transfers))
+    hop_bytes = sum(b * m * h for b, m, h in zip(nbytes, mult, plans.mean_hops) if b)
     if fault_events:  # rerouted transfers: their bytes before the fault went over their old routes
         hop_bytes = planned_hop_bytes + hop_delta
+    start_s, finish_s = np.array(start)[klass], np.array(finish)[klass]
     invariants = {
-        "all_transfers_finished": bool(np.all(np.isfinite(finish))),
+        "all_transfers_finished": bool(np.all(np.isfinite(finish_s))),
         "bytes_conserved": delivered == injected,
         "channel_bytes_match_routes": bool(np.isclose(channel_bytes.sum(), hop_bytes, rtol=1e-9)),
-        "deps_respected": _deps_respected(transfers, start, finish),
+        "deps_respected": _deps_respected(transfers, start_s, finish_s),
     }
-    makespan = float(np.nanmax(finish)) if n else 0.0
-    return RunResult(engine="flow", makespan_s=makespan, start_s=start, finish_s=finish,
+    makespan = float(np.nanmax(finish_s)) if n else 0.0
+    return RunResult(engine="flow", makespan_s=makespan, start_s=start_s, finish_s=finish_s,
                      bytes_injected=injected, bytes_delivered=delivered, channel_bytes=channel_bytes,
                      channel_busy_s=channel_bytes / np.array([c.rate_Bps for c in fabric.channels]),
                      channel_credit_stall_s=np.zeros(len(fabric.channels)), events=events,
                      wall_s=time.perf_counter() - wall0, invariants=invariants, fault_events=fault_events)
 
 
-def _deps_respected(transfers, start: np.ndarray, finish: np.ndarray) -> bool:
+def _deps_respected(transfers: tuple[Transfer, ...], start: np.ndarray, finish: np.ndarray) -> bool:
     """Every transfer started no earlier than each of its deps finished (one numpy comparison)."""
-    child = np.fromiter((t.id for t in transfers for _ in t.deps), dtype=np.int64)
-    dep = np.fromiter((d for t in transfers for d in t.deps), dtype=np.int64, count=len(child))
+    child, dep = _dep_edges(list(map(attrgetter("deps"), transfers)))
     return bool(np.all(start[child] >= finish[dep] - 1e-15))
