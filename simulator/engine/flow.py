@@ -405,6 +405,51 @@ class _Active:
         self.dirty = False
 
 
+class _Agenda:
+    """Starts and finishes to come, as (time, kind, class): taken in time order and, at equal
+    times, in the order they were scheduled. The first entries (the classes with no deps, all
+    known before the run) are sorted once; later ones go through a heap."""
+
+    __slots__ = ("_times", "_kinds", "_ks", "_next", "_heap", "_seq")
+
+    def __init__(self, first: list[tuple[float, int, int]]) -> None:
+        times = np.array([t for t, _, _ in first], dtype=float)
+        order = np.argsort(times, kind="stable")  # equal times: in the order given
+        self._times: list[float] = times[order].tolist()
+        self._kinds: list[int] = np.array([kind for _, kind, _ in first], dtype=np.int64)[order].tolist()
+        self._ks: list[int] = np.array([k for _, _, k in first], dtype=np.int64)[order].tolist()
+        self._next = 0
+        """The first entry not taken yet."""
+        self._heap: list[tuple[float, int, int, int]] = []
+        """Later entries: (time, order of scheduling, kind, class)."""
+        self._seq = len(first)
+
+    def __bool__(self) -> bool:
+        return self._next < len(self._times) or bool(self._heap)
+
+    def schedule(self, time: float, kind: int, k: int) -> None:
+        heapq.heappush(self._heap, (time, self._seq, kind, k))
+        self._seq += 1
+
+    def next_time(self) -> float:
+        """Time of the next entry (inf: none)."""
+        first = self._times[self._next] if self._next < len(self._times) else np.inf
+        return min(first, self._heap[0][0]) if self._heap else first
+
+    def pop(self, now: float) -> tuple[int, int] | None:
+        """The next entry (kind, class) if it is due at ``now`` or before, else None."""
+        heap = self._heap
+        if self._next < len(self._times):
+            first = self._times[self._next]
+            if first <= now and (not heap or first <= heap[0][0]):  # equal times: first entries were scheduled first
+                self._next += 1
+                return self._kinds[self._next - 1], self._ks[self._next - 1]
+        if heap and heap[0][0] <= now:
+            _, _, kind, k = heapq.heappop(heap)
+            return kind, k
+        return None
+
+
 def _strike(change: FabricChange, fabric: Fabric, workload: Workload, table: _RouteTable, plans: _Plans,
             started: np.ndarray, active: _Active, capacity: np.ndarray, limits: np.ndarray,
             route_bytes: np.ndarray) -> tuple[np.ndarray, float, dict]:
@@ -513,26 +558,21 @@ def run_flow(fabric: Fabric, workload: Workload, config: FlowConfig = FlowConfig
     waiting = [len(transfers[r].deps) for r in reps]
     children, children_at = _children(transfers, klass, reps)
     route_bytes = np.zeros(len(table.routes))
-    heap: list[tuple[float, int, int, int]] = []
-    seq = 0
+    delay_s = [transfers[r].delay_s for r in reps]
 
-    def release(k: int, ready: float) -> None:
-        nonlocal seq
+    def release(k: int, ready: float) -> tuple[float, int, int]:
+        """The entry of class ``k`` once its deps are done at ``ready``: its start after its delay
+        (a pure delay starts at ``ready``: its finish then)."""
         if nbytes[k] == 0:
             start[k] = ready
-            heapq.heappush(heap, (ready + transfers[reps[k]].delay_s, seq, _FINISH, k))
-        else:
-            heapq.heappush(heap, (ready + transfers[reps[k]].delay_s, seq, _START, k))
-        seq += 1
+            return ready + delay_s[k], _FINISH, k
+        return ready + delay_s[k], _START, k
 
-    for k, deps in enumerate(waiting):
-        if not deps:
-            release(k, 0.0)
-
+    agenda = _Agenda([release(k, 0.0) for k, deps in enumerate(waiting) if not deps])
     active = _Active(plans, len(reps))
     now, events, delivered = 0.0, 0, 0
     changes, fault_events, hop_delta, planned_hop_bytes = list(fabric.changes), [], 0.0, 0.0
-    while heap or len(active):
+    while agenda or len(active):
         events += 1
         if events > config.max_events:
             raise SimulationError(f"flow engine stopped after {config.max_events} events")
@@ -540,7 +580,7 @@ def run_flow(fabric: Fabric, workload: Workload, config: FlowConfig = FlowConfig
             active.reallocate(capacity, table)
         t_flow = now + float(np.min(active.left / active.rate)) if len(active) else np.inf
         t_change = changes[len(fault_events)].at_s if len(fault_events) < len(changes) else np.inf
-        t_next = min(heap[0][0] if heap else np.inf, t_flow, t_change)
+        t_next = min(agenda.next_time(), t_flow, t_change)
         if len(active):
             active.left -= active.rate * (t_next - now)
             drained = active.left <= config.done_fraction * active.bytes
@@ -550,21 +590,19 @@ def run_flow(fabric: Fabric, workload: Workload, config: FlowConfig = FlowConfig
                 route_bytes += np.bincount(active.rid[drained], weights=active.bytes[drained] * active.weight[drained],
                                            minlength=len(route_bytes))
                 for k in active.remove(drained).tolist():
-                    heapq.heappush(heap, (t_next + plans.latency_s[k], seq, _FINISH, k))
-                    seq += 1
+                    agenda.schedule(t_next + plans.latency_s[k], _FINISH, k)
         now = t_next
         if t_change <= now:  # a fault strikes: before anything starts at this time
             route_bytes, delta, event = _strike(changes[len(fault_events)], fabric, workload, table, plans,
                                                 np.isfinite(start), active, capacity, limits, route_bytes)
             hop_delta += delta
             fault_events.append(event)
-        while heap and heap[0][0] <= now:
-            _, _, kind, k = heapq.heappop(heap)
+        while (entry := agenda.pop(now)) is not None:
+            kind, k = entry
             if kind == _START:
                 start[k] = now
                 if not plans.count[k]:
-                    heapq.heappush(heap, (now, seq, _FINISH, k))
-                    seq += 1
+                    agenda.schedule(now, _FINISH, k)
                     continue
                 active.add(k, float(nbytes[k]), mult[k])
                 planned_hop_bytes += nbytes[k] * mult[k] * plans.mean_hops[k]
@@ -574,7 +612,7 @@ def run_flow(fabric: Fabric, workload: Workload, config: FlowConfig = FlowConfig
                 for child in children[children_at[k]:children_at[k + 1]]:
                     waiting[child] -= 1
                     if waiting[child] == 0:
-                        release(child, now)
+                        agenda.schedule(*release(child, now))
         active.flush()
     channel_bytes = np.zeros(len(capacity))
     if len(table.routes):
