@@ -80,7 +80,20 @@ class _RouteTable:
         self.id_of: dict[tuple[int, ...], int] = {}
         self.routes: list[tuple[int, ...]] = []
 
+    def append_new(self, routes: tuple[tuple[int, ...], ...], limit: tuple[int]) -> list[int]:
+        """Ids of ``routes``, each with ``limit`` appended: new routes, as the limit is one class's
+        own, so added without a look-up (``intern`` indexes them when it is next called)."""
+        first = len(self.routes)
+        if len(routes) == 1:
+            self.routes.append(tuple(routes[0]) + limit)
+            return [first]
+        distinct = list(dict.fromkeys(map(tuple, routes)))
+        self.routes.extend(r + limit for r in distinct)
+        return [first + distinct.index(tuple(r)) for r in routes]
+
     def intern(self, route: tuple[int, ...]) -> int:
+        if len(self.id_of) < len(self.routes):  # routes added by append_new
+            self.id_of.update(zip(self.routes[len(self.id_of):], range(len(self.id_of), len(self.routes))))
         rid = self.id_of.get(route)
         if rid is None:
             rid = self.id_of[route] = len(self.routes)
@@ -222,84 +235,87 @@ def _classes(transfers: tuple[Transfer, ...], paths_ids: list[int],
 
 def _plan(fabric: Fabric, transfers: tuple[Transfer, ...], paths_ids: list[int], table: _RouteTable,
           reps: list[int], mult: list[int]) -> tuple[_Plans, np.ndarray]:
-    """One plan per class, shared by classes with the same src, dst and paths; sub-flow bytes in
+    """One plan per class, the same for classes with the same src, dst and paths; sub-flow bytes in
     proportion to each route's bottleneck rate. A rate-limited class gets a limit channel of its
     own (id ``len(fabric.channels) + k``) appended to each of its routes, of its members' rates
     together (each member's sub-flows are held to its own rate). Returns the plans and the limits
     (B/s)."""
     n_real = len(fabric.channels)
-    plan_of: dict[tuple, int] = {}  # (src, dst, paths number) of a class with no rate limit -> its plan
-    plan_routes: list[list[int] | None] = []  # per plan its route ids (None: a local copy, no channel)
-    plan_paths: list[tuple] = []  # per plan (src, dst, paths number)
-    class_plan = np.full(len(reps), -1, dtype=np.int64)  # -1: a pure delay
+    set_of: dict[tuple, int] = {}  # (src, dst, paths number) -> index in route_sets
+    route_sets: list[tuple[tuple[int, ...], ...] | None] = [((),)]
+    """Per index its routes, channel ids (None: a local copy, no channel); index 0: a paced local
+    copy's, its limit alone."""
+    unlimited: dict[int, list[int]] = {}  # route set -> its route ids without a limit
+    class_set: list[int] = []  # -1: a pure delay
+    class_routes: list[list[int]] = []
     limits: list[float] = []
     for k, tid in enumerate(reps):
         t = transfers[tid]
         if t.bytes == 0:
+            class_set.append(-1)
+            class_routes.append([])
             continue
-        paths = (t.src, t.dst, paths_ids[tid])
-        limit = ()
-        if t.rate_Bps:  # a plan of its own
+        if t.rate_Bps and t.src == t.dst:  # a local copy at the pace of its CTAs: the limit is its route
+            s = 0
+        else:
+            s = set_of.get(key := (t.src, t.dst, paths_ids[tid]))
+            if s is None:
+                routes = t.paths if t.paths is not None else equal_cost_routes(fabric, t.src, t.dst)
+                if not routes:
+                    raise SimulationError(f"transfer {t.id} ({t.src}->{t.dst}) has no route")
+                s = set_of[key] = len(route_sets)
+                route_sets.append(None if tuple(routes) == ((),) else routes)
+        class_set.append(s)
+        if t.rate_Bps:  # routes of its own
             limit = (n_real + len(limits),)
             limits.append(t.rate_Bps * mult[k])
+            class_routes.append(table.append_new(route_sets[s], limit) if route_sets[s] else [])
         else:
-            j = plan_of.get(paths)
-            if j is not None:
-                class_plan[k] = j
-                continue
-            plan_of[paths] = len(plan_routes)
-        class_plan[k] = len(plan_routes)
-        plan_paths.append(paths)
-        if t.src == t.dst and limit:  # a local copy at the pace of its CTAs: the limit is its route
-            plan_routes.append([table.intern(limit)])
-            continue
-        routes = t.paths if t.paths is not None else equal_cost_routes(fabric, t.src, t.dst)
-        if not routes:
-            raise SimulationError(f"transfer {t.id} ({t.src}->{t.dst}) has no route")
-        plan_routes.append(None if tuple(routes) == ((),) else [table.intern(tuple(r) + limit) for r in routes])
+            rids = unlimited.get(s)
+            if rids is None:
+                rids = unlimited[s] = [table.intern(tuple(r)) for r in route_sets[s] or ()]
+            class_routes.append(rids)
     limits_Bps = np.array(limits, dtype=float)
     table.freeze(fabric, limits_Bps)
-    return _plans_of(table, plan_routes, plan_paths, class_plan), limits_Bps
+    return _plans_of(table, class_routes, class_set, route_sets), limits_Bps
 
 
-def _plans_of(table: _RouteTable, plan_routes: list[list[int] | None], plan_paths: list[tuple],
-              class_plan: np.ndarray) -> _Plans:
-    """The plans of ``_plan``, given their routes, laid out per class (see there)."""
-    route_ids: list[int] = []
-    shares: list[float] = []
-    at, latency_s, mean_hops = [], [], []
-    weights_of: dict[tuple, np.ndarray] = {}  # the same routes but for a class's own rate limit
-    latency, hops = table.latency_s.tolist(), table.hops.tolist()
-    for rids, paths in zip(plan_routes, plan_paths):
-        at.append(len(route_ids))
-        if rids is None:  # a local copy: no channel, no latency
-            latency_s.append(0.0)
-            mean_hops.append(0.0)
-        elif len(rids) == 1:  # one route (a paced local copy has no hop and no latency)
-            route_ids.append(rids[0])
-            shares.append(1.0)
-            latency_s.append(float(latency[rids[0]]))
-            mean_hops.append(float(hops[rids[0]]))
-        else:
+def _plans_of(table: _RouteTable, class_routes: list[list[int]], class_set: list[int],
+              route_sets: list[tuple[tuple[int, ...], ...] | None]) -> _Plans:
+    """The plans of ``_plan`` given each class's route ids and route set (see there)."""
+    count = np.fromiter(map(len, class_routes), dtype=np.int64, count=len(class_routes))
+    single = count == 1  # one route: all bytes on it (a paced local copy has no hop and no latency)
+    rid = np.zeros(len(class_routes), dtype=np.int64)
+    rid[single] = [class_routes[k][0] for k in np.flatnonzero(single).tolist()]
+    latency_s = np.where(single, table.latency_s[rid] if len(table.routes) else 0.0, 0.0)
+    mean_hops = np.where(single, table.hops[rid] if len(table.routes) else 0, 0).astype(float)
+    multi: dict[tuple[int, ...], tuple[np.ndarray, np.ndarray, float, float]] = {}
+    weights_of: dict[int, np.ndarray] = {}  # route set -> weights (the same with or without a limit)
+    for k in np.flatnonzero(count > 1).tolist():
+        rids = tuple(class_routes[k])
+        plan = multi.get(rids)
+        if plan is None:
             ids = np.array(rids, dtype=np.int64)
-            weights = weights_of.get(paths)
+            weights = weights_of.get(class_set[k])
             if weights is None:
-                weights = weights_of[paths] = route_weights([table.routes[r][:int(table.hops[r])] for r in rids])
+                weights = weights_of[class_set[k]] = route_weights(route_sets[class_set[k]])
             rates = table.rate_Bps[ids] * weights
             share = rates / rates.sum()
             keep = share > 0
-            route_ids.extend(ids[keep].tolist())
-            shares.extend(share[keep].tolist())
-            latency_s.append(float(table.latency_s[ids].max()))
-            mean_hops.append(float(np.dot(share, table.hops[ids])))
-    at.append(len(route_ids))  # a last plan of no route, for the pure delays (class_plan -1)
-    latency_s.append(0.0)
-    mean_hops.append(0.0)
-    at_plan = np.array(at, dtype=np.int64)
-    count = np.diff(at_plan, append=len(route_ids))
-    return _Plans(at_plan[class_plan], count[class_plan], np.array(route_ids, dtype=np.int64),
-                  np.array(shares, dtype=float), np.array(latency_s)[class_plan].tolist(),
-                  np.array(mean_hops)[class_plan].tolist())
+            plan = multi[rids] = (ids[keep], share[keep], float(table.latency_s[ids].max()),
+                                  float(np.dot(share, table.hops[ids])))
+        count[k] = len(plan[0])
+        latency_s[k], mean_hops[k] = plan[2], plan[3]
+    at = np.cumsum(count) - count
+    route_ids = np.empty(int(count.sum()), dtype=np.int64)
+    shares = np.empty(len(route_ids))
+    route_ids[at[single]] = rid[single]
+    shares[at[single]] = 1.0
+    for k in np.flatnonzero(count > 1).tolist():
+        plan = multi[tuple(class_routes[k])]
+        route_ids[at[k]:at[k] + count[k]] = plan[0]
+        shares[at[k]:at[k] + count[k]] = plan[1]
+    return _Plans(at, count, route_ids, shares, latency_s.tolist(), mean_hops.tolist())
 
 
 def channel_capacity_Bps(fabric: Fabric) -> np.ndarray:
