@@ -99,15 +99,21 @@ def plain_plans(fabric, transfers, reps, mult):
 
 def test_classes_match_a_plain_grouping(case):
     _, w = case
-    klass, reps, mult = flow._classes(w.transfers, flow._paths_ids(w.transfers), True)
+    klass, reps, mult, paths_ids = flow._classes(w.transfers, True)
     assert (klass.tolist(), reps, mult) == plain_classes(w.transfers)
+    assert paths_ids == flow._paths_ids(w.transfers[r].paths for r in reps)
+    # the same transfers with every paths tuple rebuilt (equal values, separate objects): same classes
+    rebuilt = tuple(t._replace(paths=None if t.paths is None else tuple(tuple(list(r)) for r in t.paths))
+                    for t in w.transfers)
+    again, again_reps, again_mult, _ = flow._classes(rebuilt, True)
+    assert (again.tolist(), again_reps, again_mult) == plain_classes(w.transfers)
 
 
 def test_plans_match_plain_per_class_plans(case):
     fabric, w = case
-    klass, reps, mult = flow._classes(w.transfers, flow._paths_ids(w.transfers), True)
+    klass, reps, mult, paths_ids = flow._classes(w.transfers, True)
     table = flow._RouteTable()
-    plans, _ = flow._plan(fabric, w.transfers, flow._paths_ids(w.transfers), table, reps, mult)
+    plans, _ = flow._plan(fabric, w.transfers, reps, mult, paths_ids, table)
     for k, expected in enumerate(plain_plans(fabric, w.transfers, reps, mult)):
         if expected is None:
             assert plans.count[k] == 0
@@ -122,7 +128,7 @@ def test_children_are_released_in_the_order_of_per_transfer_lists(case):
     """Reference: a list per transfer of the classes waiting on it; a finishing class walks its
     members in id order."""
     _, w = case
-    klass, reps, _ = flow._classes(w.transfers, flow._paths_ids(w.transfers), True)
+    klass, reps, _, _ = flow._classes(w.transfers, True)
     per_transfer = [[] for _ in w.transfers]
     for k, r in enumerate(reps):
         for d in w.transfers[r].deps:
@@ -141,7 +147,7 @@ def test_equal_paths_in_separate_objects_make_one_class():
     rebuilt = tuple(Transfer(i, "gpu0", "gpu1", 100, paths=tuple(tuple(list(r)) for r in route)) for i in range(4))
     assert rebuilt[0].paths is not rebuilt[1].paths
     for ts in (shared, rebuilt):
-        klass, reps, mult = flow._classes(ts, flow._paths_ids(ts), True)
+        klass, reps, mult, _ = flow._classes(ts, True)
         assert (klass.tolist(), reps, mult) == ([0, 0, 0, 0], [0], [4])
         r = run_flow(f, Workload("same", ts))
         assert r.finish_s.tolist() == [4.0] * 4  # four share the 100 B/s link: 400 B in 4 s

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import heapq
 import time
+from collections.abc import Iterable
 from dataclasses import dataclass
 from itertools import chain
 from operator import attrgetter
@@ -199,49 +200,52 @@ class _Plans:
         self.mean_hops[k] = mean_hops
 
 
-def _paths_ids(transfers: tuple[Transfer, ...]) -> list[int]:
-    """Per transfer, a number for its ``paths`` (equal paths, equal numbers). Collectives pass the
-    same paths object to many transfers: each object's nested tuple is hashed once, not once per
-    transfer (the transfers keep the objects alive, so their ``id`` stays theirs)."""
-    of_object: dict[int, int] = {}
-    of_value: dict[tuple | None, int] = {}
-    out = []
-    for paths in map(attrgetter("paths"), transfers):
-        i = of_object.get(id(paths))
-        if i is None:
-            i = of_object[id(paths)] = of_value.setdefault(paths, len(of_value))
-        out.append(i)
-    return out
+def _paths_ids(paths: Iterable[tuple | None]) -> list[int]:
+    """A number per entry of ``paths``: equal paths, equal numbers (in order of first appearance)."""
+    of: dict[tuple | None, int] = {}
+    return [of.setdefault(p, len(of)) for p in paths]
 
 
+_PATHS = attrgetter("paths")
 _SAME_CLASS = attrgetter("src", "dst", "bytes", "delay_s", "rate_Bps", "deps")
 """What identical transfers share, with their paths (``_classes``)."""
 
 
-def _classes(transfers: tuple[Transfer, ...], paths_ids: list[int],
-             aggregate: bool) -> tuple[np.ndarray, list[int], list[int]]:
+def _classes(transfers: tuple[Transfer, ...], aggregate: bool) -> tuple[np.ndarray, list[int], list[int], list[int]]:
     """Transfers grouped into classes of identical ones (``FlowConfig.aggregate``): each
-    transfer's class, each class's first transfer (its representative) and its multiplicity.
-    Classes are numbered in the order of their first transfer."""
+    transfer's class, each class's first transfer (its representative), its multiplicity and the
+    number of its paths (``_paths_ids``). Classes are numbered in the order of their first transfer."""
     n = len(transfers)
     if not aggregate:
-        return np.arange(n), list(range(n)), [1] * n
+        return np.arange(n), list(range(n)), [1] * n, _paths_ids(map(_PATHS, transfers))
+    # a collective hands one paths object to many transfers: group by the object first, so that a
+    # transfer costs no hash of its nested paths; then merge classes whose paths are equal objects apart
     of: dict[tuple, int] = {}
-    klass = np.array([of.setdefault(key, len(of)) for key in zip(map(_SAME_CLASS, transfers), paths_ids)],
+    klass = np.array([of.setdefault(key, len(of)) for key in zip(map(_SAME_CLASS, transfers), map(id, map(_PATHS, transfers)))],
                      dtype=np.int64)
     reps = np.unique(klass, return_index=True)[1]
-    return klass, reps.tolist(), np.bincount(klass).tolist()
+    paths = [transfers[r].paths for r in reps.tolist()]
+    paths_ids = _paths_ids(paths)
+    if len(set(paths_ids)) < len(set(map(id, paths))):  # equal paths in separate objects
+        merged: dict[tuple, int] = {}
+        into = np.array([merged.setdefault(key, len(merged)) for key in
+                         zip(map(_SAME_CLASS, (transfers[r] for r in reps.tolist())), paths_ids)], dtype=np.int64)
+        klass = into[klass]
+        first = np.unique(into, return_index=True)[1]  # of the classes merged, the one of the first transfer
+        reps, paths_ids = reps[first], np.array(paths_ids)[first].tolist()
+    return klass, reps.tolist(), np.bincount(klass).tolist(), paths_ids
 
 
-def _plan(fabric: Fabric, transfers: tuple[Transfer, ...], paths_ids: list[int], table: _RouteTable,
-          reps: list[int], mult: list[int]) -> tuple[_Plans, np.ndarray]:
-    """One plan per class, the same for classes with the same src, dst and paths; sub-flow bytes in
+def _plan(fabric: Fabric, transfers: tuple[Transfer, ...], reps: list[int], mult: list[int],
+          paths_ids: list[int], table: _RouteTable) -> tuple[_Plans, np.ndarray]:
+    """One plan per class (``_classes``), the same for classes with the same paths (or src and dst,
+    when they leave the routes to the engine); sub-flow bytes in
     proportion to each route's bottleneck rate. A rate-limited class gets a limit channel of its
     own (id ``len(fabric.channels) + k``) appended to each of its routes, of its members' rates
     together (each member's sub-flows are held to its own rate). Returns the plans and the limits
     (B/s)."""
     n_real = len(fabric.channels)
-    set_of: dict[tuple, int] = {}  # (src, dst, paths number) -> index in route_sets
+    set_of: dict[int | tuple[str, str], int] = {}  # paths number, or (src, dst) -> index in route_sets
     route_sets: list[tuple[tuple[int, ...], ...] | None] = [((),)]
     """Per index its routes, channel ids (None: a local copy, no channel); index 0: a paced local
     copy's, its limit alone."""
@@ -258,7 +262,7 @@ def _plan(fabric: Fabric, transfers: tuple[Transfer, ...], paths_ids: list[int],
         if t.rate_Bps and t.src == t.dst:  # a local copy at the pace of its CTAs: the limit is its route
             s = 0
         else:
-            s = set_of.get(key := (t.src, t.dst, paths_ids[tid]))
+            s = set_of.get(key := paths_ids[k] if t.paths is not None else (t.src, t.dst))
             if s is None:
                 routes = t.paths if t.paths is not None else equal_cost_routes(fabric, t.src, t.dst)
                 if not routes:
@@ -558,11 +562,10 @@ def run_flow(fabric: Fabric, workload: Workload, config: FlowConfig = FlowConfig
     wall0 = time.perf_counter()
     transfers = workload.transfers
     n = len(transfers)
-    paths_ids = _paths_ids(transfers)
     # faults at a time reroute single transfers: no classes then (each transfer its own)
-    klass, reps, mult = _classes(transfers, paths_ids, config.aggregate and not fabric.changes)
+    klass, reps, mult, paths_ids = _classes(transfers, config.aggregate and not fabric.changes)
     table = _RouteTable()
-    plans, limits = _plan(fabric, transfers, paths_ids, table, reps, mult)
+    plans, limits = _plan(fabric, transfers, reps, mult, paths_ids, table)
     capacity = np.concatenate((channel_capacity_Bps(fabric), limits))
     n_real = len(fabric.channels)
     nbytes = [transfers[r].bytes for r in reps]
