@@ -153,30 +153,39 @@ def test_equal_paths_in_separate_objects_make_one_class():
         assert r.finish_s.tolist() == [4.0] * 4  # four share the 100 B/s link: 400 B in 4 s
 
 
-@settings(max_examples=60, deadline=None)
-@given(st.lists(st.sampled_from([0.0, 1e-6, 2e-6, 3.5e-6]), min_size=0, max_size=30),
-       st.lists(st.tuples(st.sampled_from([0.0, 1e-6, 2e-6, 5e-6]), st.booleans()), max_size=30))
-def test_agenda_pops_in_time_then_scheduling_order(first_times, later):
-    """Reference: one heap of (time, order of scheduling). Later entries are scheduled while
-    popping, as the engine does; a later entry may be due at once."""
-    agenda = flow._Agenda([(t, flow._START, k) for k, t in enumerate(first_times)])
+@settings(max_examples=80, deadline=None)
+@given(st.lists(st.sampled_from([0.0, 1e-6, 2e-6, 3.5e-6]), max_size=30),
+       st.lists(st.lists(st.sampled_from([0.0, 1e-6, 2e-6, 5e-6]), max_size=4), max_size=30))
+def test_agenda_takes_entries_in_time_then_scheduling_order(first_times, later):
+    """Reference: one heap of (time, order of scheduling), popped one entry at a time. Entries
+    are scheduled while others are taken, as the engine does: one, several at once (a run), or
+    none per entry taken, some due at once."""
+    agenda = flow._Agenda()
+    agenda.schedule_all([(t, flow._START, k) for k, t in enumerate(first_times)])
     heap = [(t, k, flow._START, k) for k, t in enumerate(first_times)]
     heapq.heapify(heap)
     seq, got, want = len(first_times), [], []
-    pending = list(later)
-    for now in sorted({*first_times, *(t for t, _ in later), 10.0}):
-        while (entry := agenda.pop(now)) is not None:
-            got.append(entry)
-            if pending:  # schedule one more entry, maybe due now
-                t, _ = pending.pop()
-                agenda.schedule(max(t, now), flow._FINISH, seq)
-                heapq.heappush(heap, (max(t, now), seq, flow._FINISH, seq))
-                seq += 1
+    more_for_agenda, more_for_heap = list(later), list(later)
+    while agenda:
+        now = agenda.next_time()
+        assert now == heap[0][0]
+        while due := agenda.due(now):
+            for entry in due:
+                got.append(entry)
+                if more_for_agenda:
+                    delays = more_for_agenda.pop()
+                    if len(delays) == 1:
+                        agenda.schedule(now + delays[0], flow._FINISH, len(got))
+                    else:
+                        agenda.schedule_all([(now + d, flow._FINISH, len(got)) for d in delays])
         while heap and heap[0][0] <= now:
             _, _, kind, k = heapq.heappop(heap)
             want.append((kind, k))
-    assert got == want
-    assert not agenda
+            if more_for_heap:
+                for d in more_for_heap.pop():
+                    heapq.heappush(heap, (now + d, seq, flow._FINISH, len(want)))
+                    seq += 1
+    assert got == want and not heap
 
 
 def test_classes_run_as_one_flow_give_bit_identical_times_on_a_star():

@@ -23,6 +23,7 @@ surviving fabric. A transfer whose two ends no longer connect is an input error.
 
 from __future__ import annotations
 
+import bisect
 import heapq
 import time
 from collections.abc import Iterable
@@ -426,48 +427,71 @@ class _Active:
 
 
 class _Agenda:
-    """Starts and finishes to come, as (time, kind, class): taken in time order and, at equal
-    times, in the order they were scheduled. The first entries (the classes with no deps, all
-    known before the run) are sorted once; later ones go through a heap."""
+    """Starts and finishes to come, as (kind, class) at a time: taken in time order and, at equal
+    times, in the order they were scheduled (as one heap of (time, order of scheduling) would).
+    Entries scheduled together (the classes with no deps; the finishes of the classes drained at
+    one event) are sorted once into a run, which the heap holds as one entry, ``(time of its next
+    entry, order of scheduling of its first, run)``; a single entry is ``(time, order, kind, k)``.
+    Orders never repeat, so the heap never compares past them."""
 
-    __slots__ = ("_times", "_kinds", "_ks", "_next", "_heap", "_seq")
+    __slots__ = ("_heap", "_seq")
 
-    def __init__(self, first: list[tuple[float, int, int]]) -> None:
-        times = np.array([t for t, _, _ in first], dtype=float)
-        order = np.argsort(times, kind="stable")  # equal times: in the order given
-        self._times: list[float] = times[order].tolist()
-        self._kinds: list[int] = np.array([kind for _, kind, _ in first], dtype=np.int64)[order].tolist()
-        self._ks: list[int] = np.array([k for _, _, k in first], dtype=np.int64)[order].tolist()
-        self._next = 0
-        """The first entry not taken yet."""
-        self._heap: list[tuple[float, int, int, int]] = []
-        """Later entries: (time, order of scheduling, kind, class)."""
-        self._seq = len(first)
+    def __init__(self) -> None:
+        self._heap: list[tuple] = []
+        self._seq = 0
 
     def __bool__(self) -> bool:
-        return self._next < len(self._times) or bool(self._heap)
+        return bool(self._heap)
 
     def schedule(self, time: float, kind: int, k: int) -> None:
         heapq.heappush(self._heap, (time, self._seq, kind, k))
         self._seq += 1
 
+    def schedule_all(self, entries: list[tuple[float, int, int]]) -> None:
+        """Schedule the entries (time, kind, class) in this order."""
+        if len(entries) <= 1:
+            for entry in entries:
+                self.schedule(*entry)
+            return
+        order = np.argsort(np.array([time for time, _, _ in entries]), kind="stable")  # equal times: as given
+        run = _Run([entries[i] for i in order.tolist()])
+        heapq.heappush(self._heap, (run.times[0], self._seq, run))
+        self._seq += len(entries)
+
     def next_time(self) -> float:
         """Time of the next entry (inf: none)."""
-        first = self._times[self._next] if self._next < len(self._times) else np.inf
-        return min(first, self._heap[0][0]) if self._heap else first
+        return self._heap[0][0] if self._heap else np.inf
 
-    def pop(self, now: float) -> tuple[int, int] | None:
-        """The next entry (kind, class) if it is due at ``now`` or before, else None."""
-        heap = self._heap
-        if self._next < len(self._times):
-            first = self._times[self._next]
-            if first <= now and (not heap or first <= heap[0][0]):  # equal times: first entries were scheduled first
-                self._next += 1
-                return self._kinds[self._next - 1], self._ks[self._next - 1]
-        if heap and heap[0][0] <= now:
-            _, _, kind, k = heapq.heappop(heap)
-            return kind, k
-        return None
+    def due(self, now: float) -> list[tuple[int, int]]:
+        """Take the entries due at ``now`` (none is earlier: ``now`` is never past the next
+        entry), in order. Entries scheduled for ``now`` while they are handled come after them,
+        at the next call."""
+        heap, out = self._heap, []
+        while heap and heap[0][0] <= now:
+            entry = heapq.heappop(heap)
+            if len(entry) == 4:
+                out.append(entry[2:])
+                continue
+            run = entry[2]
+            end = bisect.bisect_right(run.times, now, run.next)
+            out.extend(run.entries[run.next:end])
+            run.next = end
+            if end < len(run.times):  # its next entries keep their place among equal times
+                heapq.heappush(heap, (run.times[end], entry[1], run))
+        return out
+
+
+class _Run:
+    """Entries of an ``_Agenda`` scheduled together, sorted by time."""
+
+    __slots__ = ("times", "entries", "next")
+
+    def __init__(self, entries: list[tuple[float, int, int]]) -> None:
+        self.times = [time for time, _, _ in entries]
+        self.entries = [(kind, k) for _, kind, k in entries]
+        """(kind, class) of each."""
+        self.next = 0
+        """The first entry not taken yet."""
 
 
 def _strike(change: FabricChange, fabric: Fabric, workload: Workload, table: _RouteTable, plans: _Plans,
@@ -587,7 +611,8 @@ def run_flow(fabric: Fabric, workload: Workload, config: FlowConfig = FlowConfig
             return ready + delay_s[k], _FINISH, k
         return ready + delay_s[k], _START, k
 
-    agenda = _Agenda([release(k, 0.0) for k, deps in enumerate(waiting) if not deps])
+    agenda = _Agenda()
+    agenda.schedule_all([release(k, 0.0) for k, deps in enumerate(waiting) if not deps])
     active = _Active(plans, len(reps))
     now, events, delivered = 0.0, 0, 0
     changes, fault_events, hop_delta, planned_hop_bytes = list(fabric.changes), [], 0.0, 0.0
@@ -608,30 +633,29 @@ def run_flow(fabric: Fabric, workload: Workload, config: FlowConfig = FlowConfig
             if drained.any():
                 route_bytes += np.bincount(active.rid[drained], weights=active.bytes[drained] * active.weight[drained],
                                            minlength=len(route_bytes))
-                for k in active.remove(drained).tolist():
-                    agenda.schedule(t_next + plans.latency_s[k], _FINISH, k)
+                agenda.schedule_all([(t_next + plans.latency_s[k], _FINISH, k) for k in active.remove(drained).tolist()])
         now = t_next
         if t_change <= now:  # a fault strikes: before anything starts at this time
             route_bytes, delta, event = _strike(changes[len(fault_events)], fabric, workload, table, plans,
                                                 np.isfinite(start), active, capacity, limits, route_bytes)
             hop_delta += delta
             fault_events.append(event)
-        while (entry := agenda.pop(now)) is not None:
-            kind, k = entry
-            if kind == _START:
-                start[k] = now
-                if not plans.count[k]:
-                    agenda.schedule(now, _FINISH, k)
-                    continue
-                active.add(k, float(nbytes[k]), mult[k])
-                planned_hop_bytes += nbytes[k] * mult[k] * plans.mean_hops[k]
-            else:
-                finish[k] = now
-                delivered += nbytes[k] * mult[k]
-                for child in children[children_at[k]:children_at[k + 1]]:
-                    waiting[child] -= 1
-                    if waiting[child] == 0:
-                        agenda.schedule(*release(child, now))
+        while due := agenda.due(now):
+            for kind, k in due:
+                if kind == _START:
+                    start[k] = now
+                    if not plans.count[k]:
+                        agenda.schedule(now, _FINISH, k)
+                        continue
+                    active.add(k, float(nbytes[k]), mult[k])
+                    planned_hop_bytes += nbytes[k] * mult[k] * plans.mean_hops[k]
+                else:
+                    finish[k] = now
+                    delivered += nbytes[k] * mult[k]
+                    for child in children[children_at[k]:children_at[k + 1]]:
+                        waiting[child] -= 1
+                        if waiting[child] == 0:
+                            agenda.schedule(*release(child, now))
         active.flush()
     channel_bytes = np.zeros(len(capacity))
     if len(table.routes):
