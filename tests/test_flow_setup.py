@@ -169,8 +169,8 @@ def test_agenda_takes_entries_in_time_then_scheduling_order(first_times, later):
     while agenda:
         now = agenda.next_time()
         assert now == heap[0][0]
-        while due := agenda.due(now):
-            for entry in due:
+        while (due := agenda.due(now))[0]:
+            for entry in zip(*due):
                 got.append(entry)
                 if more_for_agenda:
                     delays = more_for_agenda.pop()

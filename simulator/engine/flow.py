@@ -373,7 +373,8 @@ class _Active:
         self.outstanding = np.zeros(n_classes, dtype=np.int64)
         """Per class: its sub-flows still active."""
         self.dirty = False
-        self._pending: list[tuple[int, float, int]] = []
+        self._pending: tuple[list[int], list[float], list[int]] = ([], [], [])
+        """Queued classes, bytes of each of their transfers, their transfers."""
 
     def __len__(self) -> int:
         return len(self.tid)
@@ -381,25 +382,27 @@ class _Active:
     def add(self, k: int, nbytes: float, weight: int = 1) -> None:
         """Queue the sub-flows of class ``k`` (``nbytes`` of each of its ``weight`` transfers
         spread over its plan's routes)."""
-        self._pending.append((k, nbytes, weight))
+        ks, each, weights = self._pending
+        ks.append(k)
+        each.append(nbytes)
+        weights.append(weight)
         self.dirty = True
 
     def flush(self) -> None:
-        pending = self._pending
-        if not pending:
+        if not self._pending[0]:
             return
-        ks = np.fromiter((k for k, _, _ in pending), dtype=np.int64, count=len(pending))
+        ks = np.array(self._pending[0], dtype=np.int64)
         at, counts = self.plans.entries(ks)
-        nbytes = np.repeat(np.fromiter((b for _, b, _ in pending), dtype=float, count=len(pending)), counts)
-        nbytes *= self.plans.shares[at]
-        weight = np.repeat(np.fromiter((w for _, _, w in pending), dtype=float, count=len(pending)), counts)
+        nbytes = np.repeat(np.array(self._pending[1], dtype=float), counts) * self.plans.shares[at]
+        weight = np.repeat(np.array(self._pending[2], dtype=float), counts)
         np.add.at(self.outstanding, ks, counts)
         self.tid = np.concatenate((self.tid, np.repeat(ks, counts)))
         self.weight = np.concatenate((self.weight, weight))
         self.bytes = np.concatenate((self.bytes, nbytes))
         self.left = np.concatenate((self.left, nbytes))
         self.rid = np.concatenate((self.rid, self.plans.route_ids[at]))
-        pending.clear()
+        for queue in self._pending:
+            queue.clear()
 
     def remove(self, mask: np.ndarray) -> np.ndarray:
         """Drop the sub-flows ``mask``; return the classes that have none left (ascending)."""
@@ -453,8 +456,7 @@ class _Agenda:
             for entry in entries:
                 self.schedule(*entry)
             return
-        order = np.argsort(np.array([time for time, _, _ in entries]), kind="stable")  # equal times: as given
-        run = _Run([entries[i] for i in order.tolist()])
+        run = _Run(entries)
         heapq.heappush(self._heap, (run.times[0], self._seq, run))
         self._seq += len(entries)
 
@@ -462,34 +464,37 @@ class _Agenda:
         """Time of the next entry (inf: none)."""
         return self._heap[0][0] if self._heap else np.inf
 
-    def due(self, now: float) -> list[tuple[int, int]]:
+    def due(self, now: float) -> tuple[list[int], list[int]]:
         """Take the entries due at ``now`` (none is earlier: ``now`` is never past the next
-        entry), in order. Entries scheduled for ``now`` while they are handled come after them,
-        at the next call."""
-        heap, out = self._heap, []
+        entry), in order, as their kinds and classes. Entries scheduled for ``now`` while they
+        are handled come after them, at the next call."""
+        heap, kinds, ks = self._heap, [], []
         while heap and heap[0][0] <= now:
             entry = heapq.heappop(heap)
             if len(entry) == 4:
-                out.append(entry[2:])
+                kinds.append(entry[2])
+                ks.append(entry[3])
                 continue
             run = entry[2]
             end = bisect.bisect_right(run.times, now, run.next)
-            out.extend(run.entries[run.next:end])
+            kinds.extend(run.kinds[run.next:end])
+            ks.extend(run.ks[run.next:end])
             run.next = end
             if end < len(run.times):  # its next entries keep their place among equal times
                 heapq.heappush(heap, (run.times[end], entry[1], run))
-        return out
+        return kinds, ks
 
 
 class _Run:
-    """Entries of an ``_Agenda`` scheduled together, sorted by time."""
+    """Entries of an ``_Agenda`` scheduled together, sorted by time (stable), in parallel lists."""
 
-    __slots__ = ("times", "entries", "next")
+    __slots__ = ("times", "kinds", "ks", "next")
 
     def __init__(self, entries: list[tuple[float, int, int]]) -> None:
-        self.times = [time for time, _, _ in entries]
-        self.entries = [(kind, k) for _, kind, k in entries]
-        """(kind, class) of each."""
+        order = np.argsort(np.array([time for time, _, _ in entries]), kind="stable").tolist()
+        self.times = [entries[i][0] for i in order]
+        self.kinds = [entries[i][1] for i in order]
+        self.ks = [entries[i][2] for i in order]
         self.next = 0
         """The first entry not taken yet."""
 
@@ -640,8 +645,8 @@ def run_flow(fabric: Fabric, workload: Workload, config: FlowConfig = FlowConfig
                                                 np.isfinite(start), active, capacity, limits, route_bytes)
             hop_delta += delta
             fault_events.append(event)
-        while due := agenda.due(now):
-            for kind, k in due:
+        while (due := agenda.due(now))[0]:
+            for kind, k in zip(*due):
                 if kind == _START:
                     start[k] = now
                     if not plans.count[k]:
