@@ -252,13 +252,14 @@ def _plan(fabric: Fabric, transfers: tuple[Transfer, ...], reps: list[int], mult
     copy's, its limit alone."""
     unlimited: dict[int, list[int]] = {}  # route set -> its route ids without a limit
     class_set: list[int] = []  # -1: a pure delay
-    class_routes: list[list[int]] = []
+    class_routes: list[int] = []  # the route ids of every class, one class after the other
+    class_count: list[int] = []  # per class: how many
     limits: list[float] = []
     for k, tid in enumerate(reps):
         t = transfers[tid]
         if t.bytes == 0:
             class_set.append(-1)
-            class_routes.append([])
+            class_count.append(0)
             continue
         if t.rate_Bps and t.src == t.dst:  # a local copy at the pace of its CTAs: the limit is its route
             s = 0
@@ -274,30 +275,34 @@ def _plan(fabric: Fabric, transfers: tuple[Transfer, ...], reps: list[int], mult
         if t.rate_Bps:  # routes of its own
             limit = (n_real + len(limits),)
             limits.append(t.rate_Bps * mult[k])
-            class_routes.append(table.append_new(route_sets[s], limit) if route_sets[s] else [])
+            rids = table.append_new(route_sets[s], limit) if route_sets[s] else []
         else:
             rids = unlimited.get(s)
             if rids is None:
                 rids = unlimited[s] = [table.intern(tuple(r)) for r in route_sets[s] or ()]
-            class_routes.append(rids)
+        class_routes.extend(rids)
+        class_count.append(len(rids))
     limits_Bps = np.array(limits, dtype=float)
     table.freeze(fabric, limits_Bps)
-    return _plans_of(table, class_routes, class_set, route_sets), limits_Bps
+    return _plans_of(table, np.array(class_routes, dtype=np.int64), np.array(class_count, dtype=np.int64),
+                     class_set, route_sets), limits_Bps
 
 
-def _plans_of(table: _RouteTable, class_routes: list[list[int]], class_set: list[int],
+def _plans_of(table: _RouteTable, class_routes: np.ndarray, count: np.ndarray, class_set: list[int],
               route_sets: list[tuple[tuple[int, ...], ...] | None]) -> _Plans:
-    """The plans of ``_plan`` given each class's route ids and route set (see there)."""
-    count = np.fromiter(map(len, class_routes), dtype=np.int64, count=len(class_routes))
+    """The plans of ``_plan`` given the route ids of each class (``count[k]`` of them, one class
+    after the other in ``class_routes``) and its route set (see there)."""
+    given = np.cumsum(count) - count  # where each class's route ids are in class_routes
     single = count == 1  # one route: all bytes on it (a paced local copy has no hop and no latency)
-    rid = np.zeros(len(class_routes), dtype=np.int64)
-    rid[single] = [class_routes[k][0] for k in np.flatnonzero(single).tolist()]
+    rid = np.where(single, class_routes[np.where(single, given, 0)] if len(class_routes) else 0, 0)
     latency_s = np.where(single, table.latency_s[rid] if len(table.routes) else 0.0, 0.0)
     mean_hops = np.where(single, table.hops[rid] if len(table.routes) else 0, 0).astype(float)
-    multi: dict[tuple[int, ...], tuple[np.ndarray, np.ndarray, float, float]] = {}
+    multi: dict[tuple[int, ...], tuple[np.ndarray, np.ndarray, float, float]] = {}  # route ids -> plan
     weights_of: dict[int, np.ndarray] = {}  # route set -> weights (the same with or without a limit)
-    for k in np.flatnonzero(count > 1).tolist():
-        rids = tuple(class_routes[k])
+    several = np.flatnonzero(count > 1).tolist()
+    kept = count.copy()  # routes with a share of the bytes
+    for k in several:
+        rids = tuple(class_routes[given[k]:given[k] + count[k]].tolist())
         plan = multi.get(rids)
         if plan is None:
             ids = np.array(rids, dtype=np.int64)
@@ -309,18 +314,18 @@ def _plans_of(table: _RouteTable, class_routes: list[list[int]], class_set: list
             keep = share > 0
             plan = multi[rids] = (ids[keep], share[keep], float(table.latency_s[ids].max()),
                                   float(np.dot(share, table.hops[ids])))
-        count[k] = len(plan[0])
+        kept[k] = len(plan[0])
         latency_s[k], mean_hops[k] = plan[2], plan[3]
-    at = np.cumsum(count) - count
-    route_ids = np.empty(int(count.sum()), dtype=np.int64)
+    at = np.cumsum(kept) - kept
+    route_ids = np.empty(int(kept.sum()), dtype=np.int64)
     shares = np.empty(len(route_ids))
     route_ids[at[single]] = rid[single]
     shares[at[single]] = 1.0
-    for k in np.flatnonzero(count > 1).tolist():
-        plan = multi[tuple(class_routes[k])]
-        route_ids[at[k]:at[k] + count[k]] = plan[0]
-        shares[at[k]:at[k] + count[k]] = plan[1]
-    return _Plans(at, count, route_ids, shares, latency_s.tolist(), mean_hops.tolist())
+    for k in several:
+        ids, share, _, _ = multi[tuple(class_routes[given[k]:given[k] + count[k]].tolist())]
+        route_ids[at[k]:at[k] + kept[k]] = ids
+        shares[at[k]:at[k] + kept[k]] = share
+    return _Plans(at, kept, route_ids, shares, latency_s.tolist(), mean_hops.tolist())
 
 
 def channel_capacity_Bps(fabric: Fabric) -> np.ndarray:
