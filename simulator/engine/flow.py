@@ -94,6 +94,7 @@ class _RouteTable:
         return [first + distinct.index(tuple(r)) for r in routes]
 
     def intern(self, route: tuple[int, ...]) -> int:
+        """Id of ``route``, added if new."""
         if len(self.id_of) < len(self.routes):  # routes added by append_new
             self.id_of.update(zip(self.routes[len(self.id_of):], range(len(self.id_of), len(self.routes))))
         rid = self.id_of.get(route)
@@ -107,10 +108,10 @@ class _RouteTable:
 
         Channel ids past the fabric's are rate limits (``limits[id - len(fabric.channels)]`` B/s):
         they cap a route's rate but add no latency and no hop."""
-        self.length = np.fromiter((len(r) for r in self.routes), dtype=np.int64, count=len(self.routes))
+        self.length = np.fromiter(map(len, self.routes), dtype=np.int64, count=len(self.routes))
         self.ptr = np.zeros(len(self.routes) + 1, dtype=np.int64)
         np.cumsum(self.length, out=self.ptr[1:])
-        self.channels = np.array(list(chain.from_iterable(self.routes)), dtype=np.int64)
+        self.channels = np.fromiter(chain.from_iterable(self.routes), dtype=np.int64, count=int(self.ptr[-1]))
         if not self.routes:
             self.rate_Bps = self.latency_s = self.hops = np.zeros(0)
             return
