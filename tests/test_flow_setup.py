@@ -133,7 +133,7 @@ def test_children_are_released_in_the_order_of_per_transfer_lists(case):
     for k, r in enumerate(reps):
         for d in w.transfers[r].deps:
             per_transfer[d].append(k)
-    children, at = flow._children(w.transfers, klass, reps)
+    children, at = flow._children([w.transfers[r].deps for r in reps], klass)
     for k in range(len(reps)):
         members = np.flatnonzero(klass == k).tolist()
         assert children[at[k]:at[k + 1]] == [c for tid in members for c in per_transfer[tid]]

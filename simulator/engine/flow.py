@@ -576,16 +576,17 @@ def _dep_edges(deps: list[tuple[int, ...]]) -> tuple[np.ndarray, np.ndarray]:
     return waiting, np.fromiter(chain.from_iterable(deps), dtype=np.int64, count=len(waiting))
 
 
-def _children(transfers: tuple[Transfer, ...], klass: np.ndarray, reps: list[int]) -> tuple[list[int], list[int]]:
-    """Per class ``k``, the classes waiting on its members, ``children[at[k]:at[k + 1]]``: member
+def _children(deps: list[tuple[int, ...]], klass: np.ndarray) -> tuple[list[int], list[int]]:
+    """Given each class's deps (its representative's), per class ``k`` the classes waiting on its
+    members, ``children[at[k]:at[k + 1]]``: member
     by member (ascending ids), the classes whose representative depends on that member, ascending,
     once per such dep. A class is released by the last of its deps to finish, so this order is the
     order of release."""
-    child, dep = _dep_edges([transfers[r].deps for r in reps])
+    child, dep = _dep_edges(deps)
     parent = klass[dep]
     order = np.lexsort((child, dep, parent))
-    at = np.zeros(len(reps) + 1, dtype=np.int64)
-    np.cumsum(np.bincount(parent, minlength=len(reps)), out=at[1:])
+    at = np.zeros(len(deps) + 1, dtype=np.int64)
+    np.cumsum(np.bincount(parent, minlength=len(deps)), out=at[1:])
     return child[order].tolist(), at.tolist()
 
 
@@ -603,16 +604,15 @@ def run_flow(fabric: Fabric, workload: Workload, config: FlowConfig = FlowConfig
     plans, limits = _plan(fabric, transfers, reps, mult, paths_ids, table)
     capacity = np.concatenate((channel_capacity_Bps(fabric), limits))
     n_real = len(fabric.channels)
-    nbytes = [transfers[r].bytes for r in reps]
-    """Per class: bytes of each of its transfers."""
-    start = [np.nan] * len(reps)
-    """Per class: when it started (its transfers start together)."""
-    finish = [np.nan] * len(reps)
-    """Per class: when it finished (its transfers finish together)."""
-    waiting = [len(transfers[r].deps) for r in reps]
-    children, children_at = _children(transfers, klass, reps)
+    firsts = list(map(transfers.__getitem__, reps))  # each class's representative
+    nbytes = list(map(attrgetter("bytes"), firsts))  # per class: bytes of each of its transfers
+    delay_s = list(map(attrgetter("delay_s"), firsts))
+    deps = list(map(attrgetter("deps"), firsts))
+    waiting = list(map(len, deps))  # per class: its deps not finished yet
+    children, children_at = _children(deps, klass)
+    start = [np.nan] * len(reps)  # per class: when it started (its transfers start together)
+    finish = [np.nan] * len(reps)  # per class: when it finished (its transfers finish together)
     route_bytes = np.zeros(len(table.routes))
-    delay_s = [transfers[r].delay_s for r in reps]
 
     def release(k: int, ready: float) -> tuple[float, int, int]:
         """The entry of class ``k`` once its deps are done at ``ready``: its start after its delay
