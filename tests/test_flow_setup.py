@@ -124,6 +124,26 @@ def test_plans_match_plain_per_class_plans(case):
         assert got == expected, k
 
 
+def test_plans_of_a_route_listed_twice_match_plain_plans():
+    """Paths that list a route twice (and another once), with and without a rate limit: the
+    repeated route is one route carrying two shares, as interning makes it."""
+    f = star(3, rate_Bps=100.0, latency_s=1e-6, switch_latency_s=1e-6)
+    (a,), (b,) = equal_cost_routes(f, "gpu0", "gpu1"), equal_cost_routes(f, "gpu0", "gpu2")
+    twice = (a, a, b)
+    ts = (Transfer(0, "gpu0", "gpu1", 300, paths=twice, rate_Bps=50.0),
+          Transfer(1, "gpu0", "gpu1", 300, paths=twice),
+          Transfer(2, "gpu0", "gpu1", 300, paths=(a, b, a), rate_Bps=70.0))
+    _, reps, mult, paths_ids = flow._classes(ts, True)
+    table = flow._RouteTable()
+    plans, _ = flow._plan(f, ts, reps, mult, paths_ids, table)
+    for k, expected in enumerate(plain_plans(f, ts, reps, mult)):
+        shares = plans.shares[plans.at[k]:plans.at[k] + plans.count[k]].tolist()
+        got = (tuple(table.routes[r] for r in plans.routes(k).tolist()), tuple(shares), plans.latency_s[k],
+               plans.mean_hops[k])
+        assert got == expected, k
+    assert len(table.routes) == 2 + 2 + 2  # a and b, once each per limit and once without
+
+
 def test_children_are_released_in_the_order_of_per_transfer_lists(case):
     """Reference: a list per transfer of the classes waiting on it; a finishing class walks its
     members in id order."""

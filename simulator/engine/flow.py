@@ -89,9 +89,13 @@ class _RouteTable:
         if len(routes) == 1:
             self.routes.append(tuple(routes[0]) + limit)
             return [first]
-        distinct = list(dict.fromkeys(map(tuple, routes)))
-        self.routes.extend(r + limit for r in distinct)
-        return [first + distinct.index(tuple(r)) for r in routes]
+        position = dict.fromkeys(map(tuple, routes))  # a route listed twice is one route
+        self.routes.extend(r + limit for r in position)
+        if len(position) == len(routes):
+            return list(range(first, first + len(routes)))
+        for i, r in enumerate(position, first):
+            position[r] = i
+        return [position[tuple(r)] for r in routes]
 
     def intern(self, route: tuple[int, ...]) -> int:
         """Id of ``route``, added if new."""
@@ -223,8 +227,8 @@ def _classes(transfers: tuple[Transfer, ...], aggregate: bool) -> tuple[np.ndarr
     # a collective hands one paths object to many transfers: group by the object first, so that a
     # transfer costs no hash of its nested paths; then merge classes whose paths are equal objects apart
     of: dict[tuple, int] = {}
-    klass = np.array([of.setdefault(key, len(of)) for key in zip(map(_SAME_CLASS, transfers), map(id, map(_PATHS, transfers)))],
-                     dtype=np.int64)
+    keys = zip(map(_SAME_CLASS, transfers), map(id, map(_PATHS, transfers)))
+    klass = np.array([of.setdefault(key, len(of)) for key in keys], dtype=np.int64)
     reps = np.unique(klass, return_index=True)[1]
     paths = [transfers[r].paths for r in reps.tolist()]
     paths_ids = _paths_ids(paths)
@@ -241,16 +245,15 @@ def _classes(transfers: tuple[Transfer, ...], aggregate: bool) -> tuple[np.ndarr
 def _plan(fabric: Fabric, transfers: tuple[Transfer, ...], reps: list[int], mult: list[int],
           paths_ids: list[int], table: _RouteTable) -> tuple[_Plans, np.ndarray]:
     """One plan per class (``_classes``), the same for classes with the same paths (or src and dst,
-    when they leave the routes to the engine); sub-flow bytes in
-    proportion to each route's bottleneck rate. A rate-limited class gets a limit channel of its
-    own (id ``len(fabric.channels) + k``) appended to each of its routes, of its members' rates
-    together (each member's sub-flows are held to its own rate). Returns the plans and the limits
-    (B/s)."""
+    when they leave the routes to the engine); sub-flow bytes in proportion to each route's
+    bottleneck rate. A rate-limited class gets a limit channel of its own (id
+    ``len(fabric.channels) + k``) appended to each of its routes, of its members' rates together
+    (each member's sub-flows are held to its own rate). Returns the plans and the limits (B/s)."""
     n_real = len(fabric.channels)
     set_of: dict[int | tuple[str, str], int] = {}  # paths number, or (src, dst) -> index in route_sets
+    # per index its routes, channel ids (None: a local copy, no channel); 0: a paced local copy's,
+    # of its limit alone
     route_sets: list[tuple[tuple[int, ...], ...] | None] = [((),)]
-    """Per index its routes, channel ids (None: a local copy, no channel); index 0: a paced local
-    copy's, its limit alone."""
     unlimited: dict[int, list[int]] = {}  # route set -> its route ids without a limit
     class_set: list[int] = []  # -1: a pure delay
     class_routes: list[int] = []  # the route ids of every class, one class after the other
@@ -644,7 +647,8 @@ def run_flow(fabric: Fabric, workload: Workload, config: FlowConfig = FlowConfig
             if drained.any():
                 route_bytes += np.bincount(active.rid[drained], weights=active.bytes[drained] * active.weight[drained],
                                            minlength=len(route_bytes))
-                agenda.schedule_all([(t_next + plans.latency_s[k], _FINISH, k) for k in active.remove(drained).tolist()])
+                finished = active.remove(drained).tolist()
+                agenda.schedule_all([(t_next + plans.latency_s[k], _FINISH, k) for k in finished])
         now = t_next
         if t_change <= now:  # a fault strikes: before anything starts at this time
             route_bytes, delta, event = _strike(changes[len(fault_events)], fabric, workload, table, plans,
