@@ -48,6 +48,6 @@ def max_min_rates(n_flows: int, entry_flow: np.ndarray, entry_channel: np.ndarra
         rate[~frozen] += step
         left -= step * count
         full = busy & (left <= _SATURATED * cap)
-        frozen[np.unique(entry_flow[live & full[local]])] = True
+        frozen[entry_flow[live & full[local]]] = True  # repeats write the same True
         live = ~frozen[entry_flow]
     return rate
