@@ -93,8 +93,8 @@ def build(spec: CollectiveSpec, dag: DagBuilder) -> None:
     multicast = spec.op in ("all_reduce", "all_gather")
     head = set(spec.gpus[:h])
 
-    def shares(g: str) -> tuple[float, float, float, float]:
-        """Data bytes per byte of S on one plane: (reduce up, reduce down, multicast up, multicast down)."""
+    def shares(g: str) -> tuple[tuple[float, float], tuple[float, float]]:
+        """g's data bytes per byte of S on one plane: ((reduce up, down), (multicast up, down))."""
         mine = 1.0 / h if g in head else 0.0
         return (1.0, mine) if reduce else (0.0, 0.0), (mine, 1.0) if multicast else (0.0, 0.0)
 
@@ -163,8 +163,8 @@ def _chunked(dag, spec, sw, members, by_gpu, eff, shares, base) -> None:
             for g in members:
                 deps = [prev[(loop - spec.window, g)]] if loop >= spec.window else []
                 piece = by_gpu[g][sw] * spec.nbytes / loops
-                ups[g] = dag.add(g, sw, spec.wire(piece * shares(g)[0][0], eff), deps, (base if loop == 0 else 0.0) + hop(g), None,
-                                 f"nvls.{sw}.l{loop}.reduce.up")
+                ups[g] = dag.add(g, sw, spec.wire(piece * shares(g)[0][0], eff), deps,
+                                 (base if loop == 0 else 0.0) + hop(g), None, f"nvls.{sw}.l{loop}.reduce.up")
                 first[g] = ups[g]
             downs = {g: dag.add(sw, g, spec.wire(by_gpu[g][sw] * spec.nbytes / loops * shares(g)[0][1], eff),
                                 list(ups.values()), 0.0, None, f"nvls.{sw}.l{loop}.reduce.down")

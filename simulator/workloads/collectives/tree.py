@@ -44,7 +44,7 @@ def build(spec: CollectiveSpec, dag: DagBuilder) -> None:
     per_channel = spec.nbytes / C
     per_channel_trees = [channel_trees(spec, c) for c in range(C)]
     wire = spec.wire(per_channel)
-    edge: dict[tuple[str, str, int], tuple] = {}  # (src, dst, depth) -> (delay, rate, dealt paths): channels repeat pairs
+    edge: dict[tuple[str, str, int], tuple] = {}  # (src, dst, depth) -> (delay, rate, dealt paths)
     for c in range(C):
         t = c % 2
         both, depth = per_channel_trees[c]

@@ -47,7 +47,7 @@ def predict_s(fabric: Fabric, workload: Workload) -> float:
 
 
 def estimate(fabric: Fabric, workload: Workload) -> Estimate:
-    """``predict_s`` and the channel-load part of it (module docstring)."""
+    """``predict_s``'s estimate with its channel-load part and smallest transfer (``Estimate``)."""
     ts = workload.transfers
     if not ts:
         return Estimate(0.0, 0.0, 0)
