@@ -3,18 +3,23 @@ with each of tree/LL128 (165,744 transfers), hierarchical/Simple and ring/LL128,
 run ``--repeats`` times (best CPU time shown). The cost at this size is the per-transfer set-up
 (classes, plans, release order): a run has only ~10 max-min events. Usage:
 
-    PYTHONPATH=. python benchmarks/flow_scale.py [--repeats 3] [--cases tree/LL128,ring/LL128]
+    python benchmarks/flow_scale.py [--repeats 3] [--cases tree/LL128,ring/LL128]
+
+(run from the repository root: the checkout next to this file is imported, not an installed copy)
 """
 
 from __future__ import annotations
 
 import argparse
+import sys
 import time
 from pathlib import Path
 
-from simulator.engine.flow import run_flow
-from simulator.topology.builder import build_fabric
-from simulator.workloads.collectives import build_collective
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from simulator.engine.flow import run_flow  # noqa: E402  (after the path line)
+from simulator.topology.builder import build_fabric  # noqa: E402
+from simulator.workloads.collectives import build_collective  # noqa: E402
 
 FABRIC = Path(__file__).resolve().parent.parent / "topologies" / "gb200_nvl72_x16_ib.yaml"
 CASES = "tree/LL128,hierarchical/Simple,ring/LL128"
