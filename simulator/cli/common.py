@@ -97,6 +97,14 @@ REPORT_WIDTH = 120
 """Columns for tables written to a pipe or file when COLUMNS is not set (a terminal uses its own width)."""
 
 
+def plain_console(stderr: bool = False) -> Console:
+    """A plain rich console (status lines, progress, lab tables), rich imported only when a
+    command makes one, so that start-up stays light."""
+    from rich.console import Console
+
+    return Console(stderr=stderr)
+
+
 def report_console(stderr: bool = False) -> Console:
     """Console for result tables: COLUMNS if set, else the terminal's width, else :data:`REPORT_WIDTH`
     when redirected. ``stderr`` when standard output carries data (``--json -``). Tables printed

@@ -7,7 +7,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from simulator.cli.common import JSON_HELP, EngineOpt, FaultOpt, fault_specs, report_console
+from simulator.cli.common import JSON_HELP, EngineOpt, FaultOpt, fault_specs, plain_console, report_console
 from simulator.errors import InputError
 
 
@@ -53,9 +53,7 @@ def register(app: typer.Typer) -> None:
 
         specs, locate = fault_specs(fault or [])
 
-        from rich.console import Console
-
-        console = Console(stderr=True)
+        console = plain_console(stderr=True)
         with console.status("simulating") as status:
             shown = ScenarioStatus(console, status)
             systems = run_scenario(model, [Path(t) for t in topologies], on_plan=shown.plan, on_hops=shown.hops,

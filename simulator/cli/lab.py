@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Annotated, Optional
 
 import typer
 
-from simulator.cli.common import ArbiterOpt, CrossbarOpt, IterationsOpt, switch_flags
+from simulator.cli.common import ArbiterOpt, CrossbarOpt, IterationsOpt, plain_console, switch_flags
 from simulator.errors import InputError
 
 if TYPE_CHECKING:
@@ -85,9 +85,7 @@ def credits(
     if as_json:
         typer.echo(json.dumps(rows, indent=1))
         return
-    from rich.console import Console
-
-    console = Console()
+    console = plain_console()
     for gen in dict.fromkeys(r["generation"] for r in rows):
         mine = [r for r in rows if r["generation"] == gen]
         table = _table(f"Credit lab, {gen}: one link, saturating traffic "
@@ -134,9 +132,7 @@ def arbitration(
     if weights:
         table.caption = (f"weights of {'/'.join(names)}: {weights} (priorities for fixed_priority); "
                          f"starved: under {100 * STARVED_SHARE:g} % of the output")
-    from rich.console import Console
-
-    console = Console()
+    console = plain_console()
     console.print(table)
     console.print(explain_arbitration(rows))
 
@@ -182,9 +178,7 @@ def hol(
     for r in result["pools"]:
         pools.add_row(r["policy"], f"{r['window_bytes'] / 1024:.2f} KiB", f"{r['sink_GBps']:.1f}",
                       f"{r['closed_form_GBps']:.1f}", f"{r['error_pct']:+.2f}")
-    from rich.console import Console
-
-    console = Console()
+    console = plain_console()
     console.print(voq)
     console.print(pools)
     console.print(explain_hol(result))
@@ -212,9 +206,7 @@ def switch(
     if slots < 100:
         raise InputError(f"need at least 100 cell times to measure, got {slots}", field="slots")
     designs = [find_design(d) for d in design] if design else list(DESIGNS)
-    from rich.console import Console
-
-    console = Console(stderr=True)
+    console = plain_console(stderr=True)
     with console.status(f"simulating {len(designs)} designs on a {ports}x{ports} switch ..."):
         rows = switch_lab(ports, designs, slots=slots, load=load, seed=seed)
     if plot:
@@ -239,7 +231,7 @@ def switch(
                      "Jain: fairness of (input, output) shares; VOQ share: min/max of a pair's cells over "
                      "1/N of its input's; delay: arrival in the input buffer to start on the output link; "
                      "unstable: load above saturation; S=N: speedup N, unbounded output queues")
-    out = Console()
+    out = plain_console()
     out.print(table)
     out.print(explain_switch(rows))
 
@@ -286,8 +278,6 @@ def retry(
         table.add_row(_size(r["replay_buffer_bytes"]), f"{r['ber']:.0e}", f"{r['packet_error']:.1e}",
                       f"{r['simulated_GBps']:.2f}", f"{r['closed_form_GBps']:.2f}", f"{r['error_pct']:+.2f}",
                       r["limited_by"])
-    from rich.console import Console
-
-    console = Console()
+    console = plain_console()
     console.print(table)
     console.print(explain_retry(rows))

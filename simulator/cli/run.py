@@ -6,7 +6,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from simulator.cli.common import JSON_HELP, FaultOpt, fault_specs, report_console
+from simulator.cli.common import JSON_HELP, FaultOpt, fault_specs, plain_console, report_console
 
 
 def register(app: typer.Typer) -> None:
@@ -39,9 +39,7 @@ def register(app: typer.Typer) -> None:
             from simulator.reports.trace import TraceWriter
 
             observer = TraceWriter(path=trace, inputs=inputs)
-        from rich.console import Console
-
-        console = Console(stderr=True)
+        console = plain_console(stderr=True)
         with console.status(f"running {model.name}") as status:
             from simulator.cli.progress import ScenarioStatus
 

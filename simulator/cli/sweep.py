@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING, Annotated, Optional
 
 import typer
 
-from simulator.cli.common import JSON_HELP
+from simulator.cli.common import JSON_HELP, plain_console
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -50,9 +50,7 @@ def register(app: typer.Typer) -> None:
                 typer.echo(f"{p.index:4d}  {p.digest[:12]}  " + "  ".join(f"{k}={v}" for k, v in p.axes.items()))
             return
         store = ResultCache(None if no_cache else (cache or default_dir()))
-        from rich.console import Console
-
-        console = Console(stderr=True)
+        console = plain_console(stderr=True)
         with (_progress(console, loaded.model.name, len(loaded.points)) if console.is_terminal else _quiet()) as bar:
             outcomes = run_points(loaded.points, execute, workers=workers, scheduler=scheduler, cache=store,
                                   on_outcome=lambda _o: bar.advance())

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Annotated, Optional
 
 import typer
 
-from simulator.cli.common import EngineOpt, load_fabric, report_console
+from simulator.cli.common import EngineOpt, load_fabric, plain_console, report_console
 from simulator.errors import InputError
 
 if TYPE_CHECKING:
@@ -75,9 +75,7 @@ def register(app: typer.Typer) -> None:
         path = Path(file) if file else find(DEFAULT_FILE, "validation")
         entries = load_published(path)
         root = path.resolve().parent.parent if path.resolve().parent.name == "validation" else Path.cwd()
-        from rich.console import Console
-
-        console = Console(stderr=True)
+        console = plain_console(stderr=True)
         with console.status("simulating published measurements") as status:
             rows = predict(entries, root, threshold, on_row=lambda r: status.update(r["name"]))
         failed = [r for r in rows if not r["passed"]]
@@ -134,9 +132,7 @@ def _validate_logs(logs: list[str], topology: str | None, *, gpus: int | None, o
         raise InputError("refusing to overwrite an input file with the plot; name another file", field="plot")
     runs = [run for log in logs for run in parse_log(log, op=op)]
     fabric = load_fabric(topology)
-    from rich.console import Console
-
-    console = Console(stderr=True)
+    console = plain_console(stderr=True)
     results = []
     with console.status("simulating the logged sizes") as status:
         for run in runs:
