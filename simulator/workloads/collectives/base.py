@@ -76,23 +76,21 @@ class CollectiveSpec:
         """False for a transfer an estimate leaves out: inside a node other than ``sample``."""
         if self.sample is None:
             return True
-        nodes = self.fabric.nodes
-        group = nodes[src].group
-        return group == self.sample or group != nodes[dst].group
+        group = self._groups()
+        return group[src] == self.sample or group[src] != group[dst]
 
-    def built_edges(self, ring: tuple[str, ...]) -> list[tuple[int, str, str]]:
-        """The edges (i, ring[i], its successor, the last closing the ring) that ``builds``: a
-        channel's ring visits every GPU, so this is one pass over a group lookup per GPU."""
-        successors = ring[1:] + ring[:1]
-        if self.sample is None:
-            return list(zip(range(len(ring)), ring, successors))
+    def _groups(self) -> dict[str, str]:
+        """Node name -> ``Node.group`` (cached on the fabric: ``builds`` asks for every edge)."""
         key = ("collectives.groups",)
         group = self.fabric.route_cache.get(key)
         if group is None:
             group = self.fabric.route_cache[key] = {name: node.group for name, node in self.fabric.nodes.items()}
-        sample = self.sample
-        return [(i, a, b) for i, (a, b) in enumerate(zip(ring, successors))
-                if group[a] == sample or group[a] != group[b]]
+        return group
+
+    def built_edges(self, ring: tuple[str, ...]) -> list[tuple[int, str, str]]:
+        """The edges (i, ring[i], its successor, the last closing the ring) that ``builds``."""
+        builds = self.builds
+        return [(i, a, b) for i, (a, b) in enumerate(zip(ring, ring[1:] + ring[:1])) if builds(a, b)]
 
     def wire(self, data_bytes: float, efficiency: float = 1.0) -> int:
         """Wire bytes for ``data_bytes`` of data with this protocol (and an extra efficiency)."""
