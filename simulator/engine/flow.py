@@ -305,6 +305,7 @@ def _plans_of(table: _RouteTable, class_routes: np.ndarray, count: np.ndarray, c
     weights_of: dict[int, np.ndarray] = {}  # route set -> weights (the same with or without a limit)
     several = np.flatnonzero(count > 1).tolist()
     kept = count.copy()  # routes with a share of the bytes
+    plan_of: dict[int, tuple[np.ndarray, np.ndarray, float, float]] = {}  # class -> its plan
     for k in several:
         rids = tuple(class_routes[given[k]:given[k] + count[k]].tolist())
         plan = multi.get(rids)
@@ -318,6 +319,7 @@ def _plans_of(table: _RouteTable, class_routes: np.ndarray, count: np.ndarray, c
             keep = share > 0
             plan = multi[rids] = (ids[keep], share[keep], float(table.latency_s[ids].max()),
                                   float(np.dot(share, table.hops[ids])))
+        plan_of[k] = plan
         kept[k] = len(plan[0])
         latency_s[k], mean_hops[k] = plan[2], plan[3]
     at = np.cumsum(kept) - kept
@@ -326,7 +328,7 @@ def _plans_of(table: _RouteTable, class_routes: np.ndarray, count: np.ndarray, c
     route_ids[at[single]] = rid[single]
     shares[at[single]] = 1.0
     for k in several:
-        ids, share, _, _ = multi[tuple(class_routes[given[k]:given[k] + count[k]].tolist())]
+        ids, share, _, _ = plan_of[k]
         route_ids[at[k]:at[k] + kept[k]] = ids
         shares[at[k]:at[k] + kept[k]] = share
     return _Plans(at, kept, route_ids, shares, latency_s.tolist(), mean_hops.tolist())
