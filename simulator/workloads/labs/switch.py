@@ -91,7 +91,9 @@ class Design:
         if self.speedup == 0:
             return 1.0, "output queueing, Karol 1987"
         if not self.voq:
-            return KAROL_1987.get(n, KAROL_LIMIT if n > 8 else None), "Karol 1987 Table I"
+            if n in KAROL_1987:
+                return KAROL_1987[n], "Karol 1987 Table I"
+            return KAROL_LIMIT, "Karol 1987, N -> infinity limit (finite N sits a little above it)"
         if self.arbiter == "pim" and self.iterations == 1:
             return 1 - (1 - 1 / n) ** n, "1-(1-1/N)^N, Anderson 1993"
         if self.arbiter == "islip":
@@ -250,8 +252,10 @@ def explain_switch(rows: Sequence[dict]) -> str:
     n = rows[0]["ports"]
     if "FIFO" in by:
         r = by["FIFO"]
+        paper = (f"{r['published']:.4f} for N={n}" if n in KAROL_1987
+                 else f"{r['published']:.4f} as N -> infinity, a little above it at N={n}")
         out.append(f"FIFO inputs saturate at {r['throughput']:.3f} of the line rate (Karol 1987: "
-                   f"{r['published']:.4f} for N={n}): a head blocked at a busy output holds the cells behind it.")
+                   f"{paper}): a head blocked at a busy output holds the cells behind it.")
     if "VOQ + PIM k=1" in by and "VOQ + iSLIP k=1" in by:
         p, s = by["VOQ + PIM k=1"], by["VOQ + iSLIP k=1"]
         out.append(f"VOQs remove that blocking, but one random PIM round matches only {p['throughput']:.3f} "
