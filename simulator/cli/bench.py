@@ -139,8 +139,10 @@ def register(app: typer.Typer) -> None:
         if text:
             typer.echo(nccl_text(op, spec.gpus, rows, dtype=dtype, root=root), err=json_path == "-")
         else:
-            packets = sorted({r["packet_bytes"] for r in rows if r.get("packet_bytes")})
-            note = f" (packet engine at {packets[0]} B packets)" if packets else ""
+            from simulator.reports.run_notice import unit_note
+
+            units = unit_note(rows)
+            note = f" (packet engine, {units})" if units else ""
             note += ", single calls (launch exposed)" if timing == "single" else ""
             from simulator.reports.fit import fit
 

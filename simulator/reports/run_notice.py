@@ -3,7 +3,10 @@ estimated packet-hops and wall time of packet-engine runs."""
 
 from __future__ import annotations
 
+from typing import Sequence
+
 from simulator.runner.estimate import PACKET_HOPS_PER_S, SweepPlan
+from simulator.units import format_bytes
 
 
 def duration(seconds: float) -> str:
@@ -25,7 +28,25 @@ def plan_line(plan: SweepPlan) -> str | None:
                 f"{duration(plan.largest_hops / PACKET_HOPS_PER_S)} packet by packet)")
     if plan.engine != "packet":
         return None
-    cost = f"{plan.total_hops:,} packet-hops of {plan.packet_bytes:,} B, {duration(plan.wall_s or 0.0)}"
+    cost = f"{plan.total_hops:,} packet-hops of {plan.unit_text}, {duration(plan.wall_s or 0.0)}"
     if plan.asked == "auto":
         return f"auto: packet engine ({largest}, budget {plan.budget:,}): {cost}"
     return f"packet engine: {cost} at ~{PACKET_HOPS_PER_S / 1e3:.0f}k packet-hops/s"
+
+
+def _span(sizes: list[int]) -> str:
+    return format_bytes(sizes[0]) if len(sizes) == 1 else f"{format_bytes(sizes[0])}-{format_bytes(sizes[-1])}"
+
+
+def unit_note(rows: Sequence[dict]) -> str:
+    """How a sweep's packet-engine rows were cut, for a title: ``8 KiB packets`` or ``128 KiB
+    trains of 16 KiB packets`` (a range when the sizes differ); empty when no row ran on the packet
+    engine."""
+    ran = [r for r in rows if r.get("packet_bytes")]
+    if not ran:
+        return ""
+    units = sorted({r["packet_bytes"] for r in ran})
+    fines = sorted({r.get("fine_packet_bytes") or r["packet_bytes"] for r in ran})
+    if units == fines:
+        return f"{_span(units)} packets"
+    return f"{_span(units)} trains of {_span(fines)} packets"

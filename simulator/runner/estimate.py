@@ -9,17 +9,19 @@ packet size x hops of its first route).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Callable
 
 from simulator.engine.dispatch import AUTO_PACKET_HOP_BUDGET, choose_engine, packet_hops
 from simulator.engine.packet import PacketConfig
 from simulator.engine.transfer import Workload
 from simulator.topology.fabric import Fabric
 
-PACKET_HOPS_PER_S = 20_000.0
+PACKET_HOPS_PER_S = 150_000.0
 """Packet-hops the packet engine replays per second of wall time. Assumption: measured on the
-project's 2-core machine under load (HGX H100 all_reduce 4 MiB: 22.8k/s; GB200 NVL72 all_reduce
-16 MiB: 18.3k/s; HGX alltoall 8 MiB: 14.9k/s); ``benchmarks/engine_throughput.py`` prints the
-figure for another machine or engine version. Only the announced estimate uses it."""
+project's 2-core machine with the test suite running on the other core (December 2026: HGX H100
+all_reduce 4 MiB 224k/s, alltoall 8 MiB 167k/s; GB200 NVL72 all_reduce 16 MiB 168k/s, 1 GiB in
+128 KiB trains 186k/s), rounded down for busier machines; ``benchmarks/engine_throughput.py``
+prints the figure for another machine or engine version. Only the announced estimate uses it."""
 
 SLOW_RUN_S = 2.0
 """Runs estimated longer than this get a progress display."""
@@ -33,11 +35,17 @@ class SweepPlan:
     """The engine every size runs on."""
     asked: str
     """The engine asked for (``auto``, ``packet`` or ``flow``)."""
-    packet_bytes: int
-    """The packet engine's transfer unit (B)."""
+    units: tuple[int, ...]
+    """The packet engine's transfer unit of each size (B): each run's own (``runner.packet_unit``)."""
     sizes: tuple[int, ...]
     packet_hops: tuple[int, ...]
-    """Estimated packet-hops of each size (B / packet size x route hops, summed over transfers)."""
+    """Estimated packet-hops of each size (B / its unit x route hops, summed over transfers)."""
+
+    @property
+    def unit_text(self) -> str:
+        """The units for people: ``8,192 B`` or ``8,192-16,384 B``."""
+        low, high = min(self.units, default=0), max(self.units, default=0)
+        return f"{low:,} B" if low == high else f"{low:,}-{high:,} B"
 
     @property
     def total_hops(self) -> int:
@@ -64,16 +72,18 @@ class SweepPlan:
         return AUTO_PACKET_HOP_BUDGET
 
 
-def plan_sweep(fabric: Fabric, asked: str, workloads: dict[int, Workload], packet: PacketConfig) -> SweepPlan:
-    """The plan of running ``workloads`` (size -> workload) with engine ``asked``: ``auto`` picks
-    one engine for all sizes, by the largest (as ``runner.sweeps.sweep_engine``); the flow engine
-    asked for counts no packet-hops."""
+def plan_sweep(fabric: Fabric, asked: str, workloads: dict[int, Workload],
+               packet_for: Callable[[Workload], PacketConfig]) -> SweepPlan:
+    """The plan of running ``workloads`` (size -> workload) with engine ``asked``, each with its
+    packet settings ``packet_for(workload)``: ``auto`` picks one engine for all sizes, by the
+    largest (as ``runner.sweeps.sweep_engine``); the flow engine asked for counts no packet-hops."""
     sizes = tuple(sorted(workloads))
     if asked == "flow":  # no packets to count: nothing is announced
-        return SweepPlan(engine="flow", asked=asked, packet_bytes=packet.packet_bytes, sizes=sizes,
-                         packet_hops=(0,) * len(sizes))
-    hops = tuple(packet_hops(fabric, workloads[s], packet.packet_bytes) for s in sizes)
+        return SweepPlan(engine="flow", asked=asked, units=(), sizes=sizes, packet_hops=(0,) * len(sizes))
+    packets = [packet_for(workloads[s]) for s in sizes]
+    hops = tuple(packet_hops(fabric, workloads[s], p.packet_bytes) for s, p in zip(sizes, packets))
     engine = asked
     if asked == "auto":
-        engine = choose_engine(fabric, workloads[max(sizes)], packet) if sizes else "flow"
-    return SweepPlan(engine=engine, asked=asked, packet_bytes=packet.packet_bytes, sizes=sizes, packet_hops=hops)
+        engine = choose_engine(fabric, workloads[sizes[-1]], packets[-1]) if sizes else "flow"
+    return SweepPlan(engine=engine, asked=asked, units=tuple(p.packet_bytes for p in packets), sizes=sizes,
+                     packet_hops=hops)

@@ -25,7 +25,9 @@ from simulator.errors import InputError
 from simulator.hardware.catalog import load_catalog
 from simulator.metrics.bottleneck import busiest_link
 from simulator.metrics.energy import EnergyReport, energy_report
+from simulator.engine.transfer import Workload
 from simulator.runner.estimate import SweepPlan
+from simulator.runner.packet_unit import packet_config
 from simulator.runner.sweeps import SweepSpec, select_gpus, size_list, sweep, sweep_engine
 from simulator.hardware.faults import FaultSpec
 from simulator.topology.builder import build_fabric
@@ -39,6 +41,9 @@ from simulator.workloads.scenario import (ChakraItem, CollectiveItem, CopyItem, 
                                           RingAttentionItem, ScenarioModel, check_on_fabrics)
 
 US = 1e6
+
+PacketFor = Callable[[Sequence[Workload]], PacketConfig]
+"""A run's packet settings from the workloads it runs (``runner.packet_unit.packet_config``)."""
 
 
 @dataclass(slots=True)
@@ -138,11 +143,11 @@ def _compute_on_critical_path_s(item, run: AttentionRun) -> float:
     return float(run.figures.get("compute_s", 0.0))
 
 
-def attention_row(fabric: Fabric, item, engine: str, packet: PacketConfig,
+def attention_row(fabric: Fabric, item, engine: str, packet: PacketFor,
                   observer: EngineObserver | None = None) -> dict:
     """Simulate one attention item; time split into compute and exposed communication."""
     run = _attention_run(fabric, item)
-    result = simulate(fabric, run.workload, engine=engine, packet=packet, observer=observer)
+    result = simulate(fabric, run.workload, engine=engine, packet=packet((run.workload,)), observer=observer)
     energy = energy_report(fabric, result)
     compute_s = _compute_on_critical_path_s(item, run)
     row = {"workload": item.name, "kind": item.kind, "bytes": int(run.workload.meta.get("bytes", 0)),
@@ -180,8 +185,6 @@ def run_scenario(scenario: ScenarioModel, topologies: list[Path],
     the faults, as two systems side by side.
     ``on_plan(system, item, plan)`` hears each size sweep's engine and estimated cost before it runs,
     ``on_hops(system, item, size, packet_hops)`` a packet-engine run's progress now and then."""
-    packet = PacketConfig(seed=scenario.seed, **({"packet_bytes": scenario.packet_bytes}
-                                                  if scenario.packet_bytes else {}))
     faults, locate_fault = scenario_faults(scenario, faults, locate_fault)
     if faults:
         fabrics = []
@@ -202,6 +205,12 @@ def run_scenario(scenario: ScenarioModel, topologies: list[Path],
         system = SystemResult(topology=str(topo), name=fabric.name, power_W={
             "total": sum(fabric.static_power_W.values()), **fabric.static_power_W}, inventory=inventory(fabric))
         rows = []
+
+        def packet(workloads, fabric=fabric) -> PacketConfig:
+            if scenario.engine == "flow" and not scenario.packet_bytes:
+                return PacketConfig(seed=scenario.seed)  # no packets: no unit to work out
+            return packet_config(fabric, workloads, seed=scenario.seed, packet_bytes=scenario.packet_bytes)
+
         for item in scenario.workloads:
             one = scenario.model_copy(update={"engine": engines[id(item)]})
             plan = (lambda p, name=fabric.name, item=item.name: on_plan(name, item, p)) if on_plan else None
@@ -258,7 +267,7 @@ def _common_engine(fabrics: list[Fabric], item, scenario: ScenarioModel, prebuil
     return engine
 
 
-def _item_rows(fabric: Fabric, item, scenario: ScenarioModel, packet: PacketConfig,
+def _item_rows(fabric: Fabric, item, scenario: ScenarioModel, packet: PacketFor,
                observer: EngineObserver | None, built: dict | None = None,
                on_plan: Callable[[SweepPlan], None] | None = None,
                on_hops: Callable[[int, int], None] | None = None) -> list[dict]:
@@ -273,7 +282,7 @@ def _item_rows(fabric: Fabric, item, scenario: ScenarioModel, packet: PacketConf
     return [attention_row(fabric, item, scenario.engine, packet, observer)]
 
 
-def chakra_row(fabric: Fabric, item: ChakraItem, engine: str, packet: PacketConfig,
+def chakra_row(fabric: Fabric, item: ChakraItem, engine: str, packet: PacketFor,
                observer: EngineObserver | None) -> dict:
     """A Chakra trace run: step time, the slowest rank's compute and exposed communication, per-rank
     figures (``per_rank``) and the node kinds skipped."""
@@ -282,7 +291,7 @@ def chakra_row(fabric: Fabric, item: ChakraItem, engine: str, packet: PacketConf
     traces = load_traces(item.chakra)
     gpus = select_gpus(fabric, len(traces))
     built = build_chakra(fabric, gpus, traces, gpu_roofline(fabric, gpus[0]), item.algo, item.protocol)
-    result = simulate(fabric, built.workload, engine=engine, packet=packet, observer=observer)
+    result = simulate(fabric, built.workload, engine=engine, packet=packet((built.workload,)), observer=observer)
     report = rank_report(built, result.finish_s)
     slowest = max(report["per_rank"], key=lambda r: r["end_us"])
     energy = energy_report(fabric, result)
@@ -293,7 +302,7 @@ def chakra_row(fabric: Fabric, item: ChakraItem, engine: str, packet: PacketConf
             "skipped": "; ".join(built.warnings()) or "none", "per_rank": report["per_rank"]}
 
 
-def job_rows(fabric: Fabric, scenario: ScenarioModel, packet: PacketConfig) -> list[dict]:
+def job_rows(fabric: Fabric, scenario: ScenarioModel, packet: PacketFor) -> list[dict]:
     """Each job alone, then all together: per job its time alone and together (slowdown) and the
     physical links it shares with other jobs (links both carried bytes on when run alone)."""
     from simulator.units import parse_size
@@ -313,9 +322,10 @@ def job_rows(fabric: Fabric, scenario: ScenarioModel, packet: PacketConfig) -> l
         workloads.append(build_copy(fabric, job.op, gpus, nbytes) if job.op in COPIES else
                          build_collective(fabric, gpus, job.op, nbytes, job.algo, job.protocol))
         placed.append(gpus)
-    alone = [simulate(fabric, w, engine=scenario.engine, packet=packet) for w in workloads]
+    unit = packet(workloads)  # one unit for the jobs alone and together: the same packets compared
+    alone = [simulate(fabric, w, engine=scenario.engine, packet=unit) for w in workloads]
     merged = merge([j.name for j in scenario.jobs], workloads)
-    together = simulate(fabric, merged.workload, engine=scenario.engine, packet=packet)
+    together = simulate(fabric, merged.workload, engine=scenario.engine, packet=unit)
     finish = np.asarray(together.finish_s)
     owner = np.asarray(merged.owner)
     used = [{fabric.channels[c].link for c in np.flatnonzero(r.channel_bytes)} for r in alone]

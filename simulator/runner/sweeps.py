@@ -17,7 +17,6 @@ import numpy as np
 from simulator.engine.dispatch import choose_engine, simulate
 from simulator.engine.flow import FlowConfig
 from simulator.engine.packet import EngineObserver, PacketConfig
-from simulator.engine.packet.sizing import fine_packet_bytes
 from simulator.engine.result import RunResult
 from simulator.engine.transfer import Workload
 from simulator.errors import InputError, unknown_choice
@@ -25,6 +24,7 @@ from simulator.metrics.bottleneck import busiest_link
 from simulator.metrics.collective_stats import row as nccl_row
 from simulator.metrics.energy import energy_report
 from simulator.runner.estimate import SweepPlan, plan_sweep
+from simulator.runner.packet_unit import RunUnit, choose
 from simulator.topology.fabric import Fabric, SwitchScheduling
 from simulator.workloads.collectives import OPS, build_collective
 from simulator.workloads.copies import COPIES, build_copy
@@ -84,7 +84,7 @@ def run_one(fabric: Fabric, workload: Workload, spec: SweepSpec,
             progress: Callable[[int], None] | None = None) -> tuple[dict, RunResult]:
     """Simulate one workload; its row and the raw result (``observer`` sees packet-engine runs,
     ``progress`` gets their packet-hops so far now and then)."""
-    packet = _packet_config(fabric, spec).with_switch(spec.switch)
+    packet, unit = _packet_choice(fabric, spec, workload)
     result = simulate(fabric, workload, engine=spec.engine, packet=packet, flow=FlowConfig(), observer=observer,
                       progress=progress)
     energy = energy_report(fabric, result)
@@ -94,6 +94,7 @@ def run_one(fabric: Fabric, workload: Workload, spec: SweepSpec,
         algo=workload.meta.get("algo"), protocol=workload.meta.get("protocol"),
         channels=workload.meta.get("channels"), engine=result.engine, timing=spec.timing,
         packet_bytes=packet.packet_bytes if result.engine == "packet" else None,
+        fine_packet_bytes=unit.fine_bytes if unit and result.engine == "packet" else None,
         p99_latency_us=float(np.percentile(latency, 99) * 1e6) if len(latency) else None,
         energy_J=energy.total_J, avg_power_W=energy.average_power_W,
         pJ_per_byte=energy.pJ_per_byte if result.bytes_delivered else None,
@@ -105,18 +106,12 @@ def run_one(fabric: Fabric, workload: Workload, spec: SweepSpec,
     return row, result
 
 
-def _packet_config(fabric: Fabric, spec: SweepSpec) -> PacketConfig:
-    """The packet engine's settings: the given packet size, else the largest that keeps every credit
-    loop of ``fabric`` exact (``fine_packet_bytes``, computed once per fabric; not for a flow
-    engine run, which has no packets)."""
-    size = spec.packet_bytes
-    if not size and spec.engine == "flow":
-        return PacketConfig(seed=spec.seed)
-    if not size:
-        size = fabric.route_cache.get(("sweeps.fine_packet_bytes",))
-        if size is None:
-            size = fabric.route_cache[("sweeps.fine_packet_bytes",)] = fine_packet_bytes(fabric)
-    return PacketConfig(seed=spec.seed, packet_bytes=size)
+def _packet_choice(fabric: Fabric, spec: SweepSpec, workload: Workload) -> tuple[PacketConfig, RunUnit | None]:
+    """The packet engine's settings for one run and the unit chosen: the given packet size, else
+    ``runner.packet_unit``'s rule (nothing to choose for a flow engine run, which has no packets)."""
+    if not spec.packet_bytes and spec.engine == "flow":
+        return PacketConfig(seed=spec.seed), None
+    return choose(fabric, (workload,), seed=spec.seed, packet_bytes=spec.packet_bytes, switch=spec.switch)
 
 
 def measure(fabric: Fabric, workload: Workload, spec: SweepSpec, observer: EngineObserver | None = None) -> dict:
@@ -133,7 +128,7 @@ def sweep_engine(fabric: Fabric, spec: SweepSpec, built: dict[int, Workload] | N
     workload = build_workload(fabric, spec, largest)
     if built is not None:
         built[largest] = workload
-    return choose_engine(fabric, workload, _packet_config(fabric, spec))
+    return choose_engine(fabric, workload, _packet_choice(fabric, spec, workload)[0])
 
 
 def sweep(fabric: Fabric, spec: SweepSpec, on_row: Callable[[dict], None] | None = None,
@@ -154,7 +149,8 @@ def sweep(fabric: Fabric, spec: SweepSpec, on_row: Callable[[dict], None] | None
     if on_plan and spec.sizes:
         for nbytes in spec.sizes:
             built.setdefault(nbytes, build_workload(fabric, spec, nbytes))
-        plan = plan_sweep(fabric, spec.engine, {s: built[s] for s in spec.sizes}, _packet_config(fabric, spec))
+        plan = plan_sweep(fabric, spec.engine, {s: built[s] for s in spec.sizes},
+                          lambda w: _packet_choice(fabric, spec, w)[0])
         spec = replace(spec, engine=plan.engine)
         on_plan(plan)
     if spec.engine == "auto" and spec.sizes:

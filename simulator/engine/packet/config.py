@@ -34,6 +34,11 @@ class PacketConfig:
     packet_bytes: int = 4096
     """Payload bytes per packet: the speed/fidelity knob (256 B for link-level fidelity, 1 MiB for
     multi-GiB collectives in seconds). Assumption: 4 KiB default, a typical RDMA MTU."""
+    fine_packet_bytes: int | None = None
+    """Set when ``packet_bytes`` is a train of fine packets of this size, chosen where every credit
+    loop of the run is covered (``runner.packet_unit``): the unit streams through receive buffers
+    smaller than itself on purpose, so the engine does not warn about coarse mode. None: the unit
+    is the packet."""
     header_bytes: int = 0
     """0: serialize payload at ``Channel.rate_Bps`` (protocol efficiency folded in); >0: serialize
     payload+header at ``Channel.line_rate_Bps`` and count payload+header against credits."""

@@ -112,9 +112,11 @@ class PacketNetwork:
                                  f"return", field="credit.batch")
             if need > max_k and not self.coarse:
                 self.coarse.append(where)
-                log.warning("%s: a %d B packet is larger than the usable buffer (%d credits of %d B); "
-                            "coarse mode: a packet takes the whole buffer and streams through it "
-                            "(see OutputPort.release); use smaller packets to study credit loops", where, full_wire, max_k, spec.credit_bytes)
+                if cfg.fine_packet_bytes is None:  # not a train chosen for covered loops: say so
+                    log.warning("%s: a %d B packet is larger than the usable buffer (%d credits of %d B); "
+                                "coarse mode: a packet takes the whole buffer and streams through it "
+                                "(see OutputPort.release); use smaller packets to study credit loops",
+                                where, full_wire, max_k, spec.credit_bytes)
             back = fabric.reverse_latency_s(ch)
             rate = serialization_rate_Bps(ch, cfg.header_bytes)
             src_node, dst_node = nodes[ch.src], nodes[ch.dst]

@@ -5,14 +5,21 @@ receive buffer share it may hold puts the engine in coarse mode (``OutputPort.re
 streams through the buffer and the credit loop is approximated. ``fine_packet_bytes`` finds the
 largest power-of-two payload that avoids coarse mode on every channel *and* keeps every channel at
 its serialization rate, so packetization itself never caps a link below what 256 B packets would
-reach.
+reach. Given a run's routes (``route_use``), it asks that only of the channels the run crosses, and
+counts a receiver's forwarding only where a route goes on past it: a channel no route crosses
+cannot stall the run, and a receiver where every route ends frees the space on arrival (the NVLS
+reduction ends at the switch), so one run's credit loops may allow a larger unit than another's.
 """
 
 from __future__ import annotations
 
+from typing import Iterable, Mapping
+
 from simulator.engine.packet.credits import credits_for
 from simulator.engine.packet.link import credit_loop_rtt_s, serialization_rate_Bps
+from simulator.engine.transfer import Workload
 from simulator.topology.fabric import Channel, Fabric
+from simulator.topology.routing import equal_cost_routes
 
 
 def is_fine(channel: Channel, packet_bytes: int, header_bytes: int = 0, vcs: int = 1,
@@ -38,29 +45,63 @@ def is_fine(channel: Channel, packet_bytes: int, header_bytes: int = 0, vcs: int
     return (share // k) * wire / rtt >= serialization_rate_Bps(channel, header_bytes)
 
 
+def transit_s(fabric: Fabric, ch: Channel, size: int, header_bytes: int = 0,
+              use: Mapping[int, bool] | None = None) -> float:
+    """How much longer than a sink ``ch``'s receiver holds a ``size``-byte packet's space (s): its
+    forwarding latency plus the packet's serialization on its slowest way out, when it forwards
+    (and, given ``route_use``, some route goes on past it); else 0."""
+    if not fabric.forwards(ch.dst) or (use is not None and not use[ch.id]):
+        return 0.0
+    key = ("sizing.slowest_out", header_bytes)
+    slowest = fabric.route_cache.get(key)
+    if slowest is None:
+        slowest = fabric.route_cache[key] = {}
+        for c in fabric.channels:
+            rate = serialization_rate_Bps(c, header_bytes)
+            slowest[c.src] = min(slowest.get(c.src, rate), rate)
+    return fabric.nodes[ch.dst].latency_s + (size + header_bytes) / slowest[ch.dst]
+
+
+def route_use(fabric: Fabric, workloads: Iterable[Workload]) -> dict[int, bool]:
+    """Channel id -> whether some route of ``workloads`` goes on past the channel's receiver, for
+    every channel a transfer with bytes crosses (its pinned paths, else the equal-cost routes the
+    engines spread it over). Each distinct path set is walked once."""
+    use: dict[int, bool] = {}
+    seen: set = set()
+    for workload in workloads:
+        for t in workload.transfers:
+            if not t.bytes:
+                continue
+            key = id(t.paths) if t.paths is not None else (t.src, t.dst)
+            if key in seen:
+                continue
+            seen.add(key)
+            routes = t.paths if t.paths is not None else equal_cost_routes(fabric, t.src, t.dst)
+            for route in routes:
+                last = len(route) - 1
+                for i, cid in enumerate(route):
+                    use[cid] = use.get(cid, False) or i < last
+    return use
+
+
 def fine_packet_bytes(fabric: Fabric, header_bytes: int = 0, vcs: int = 1,
-                      floor_bytes: int = 256, ceiling_bytes: int = 1 << 20) -> int:
+                      floor_bytes: int = 256, ceiling_bytes: int = 1 << 20,
+                      use: Mapping[int, bool] | None = None) -> int:
     """Largest power-of-two payload in [floor, ceiling] (B) that ``is_fine`` on every channel of
     ``fabric``; ``floor_bytes`` if none is (buffers too small to cover their loop at any size).
+    With ``use`` (``route_use`` of a run), only on the channels the run crosses, each with its
+    receiver's forwarding counted only where a route goes on past it.
 
     On GB200 NVL72 (32 KiB NVLink 5 buffers, 16 B credits, batches of 16) this is 8 KiB: four
     packets cover the ~0.63 us loop into a switch (its 100 ns forwarding and the next hop's
-    serialization counted); 16 KiB leaves room for two, ~32 GB/s of the link's 42.75.
+    serialization counted); 16 KiB leaves room for two, ~32 GB/s of the link's 42.75. A run whose
+    routes all end at the switch (NVLS) frees the space on arrival: 16 KiB.
     """
-    slowest_out: dict[str, float] = {}
-    for ch in fabric.channels:
-        rate = serialization_rate_Bps(ch, header_bytes)
-        slowest_out[ch.src] = min(slowest_out.get(ch.src, rate), rate)
-
-    def transit_s(ch: Channel, size: int) -> float:
-        if not fabric.forwards(ch.dst):
-            return 0.0
-        return fabric.nodes[ch.dst].latency_s + (size + header_bytes) / slowest_out[ch.dst]
-
+    channels = fabric.channels if use is None else [fabric.channels[cid] for cid in sorted(use)]
     size = ceiling_bytes
     while size > floor_bytes:
-        if all(is_fine(ch, size, header_bytes, vcs, fabric.reverse_latency_s(ch), transit_s(ch, size))
-               for ch in fabric.channels):
+        if all(is_fine(ch, size, header_bytes, vcs, fabric.reverse_latency_s(ch),
+                       transit_s(fabric, ch, size, header_bytes, use)) for ch in channels):
             return size
         size //= 2
     return floor_bytes

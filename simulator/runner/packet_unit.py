@@ -1,0 +1,138 @@
+"""The packet engine's transfer unit for one run: the size the user gave, else the rule below.
+
+One rule for ``bench``, ``run``, ``compare``, ``validate`` and sweep files, whatever the run is (a
+collective, a copy, an attention step, a Chakra trace, several jobs at once), applied per run, not
+per fabric.
+
+1. **The fine packet** (``engine.packet.sizing.fine_packet_bytes`` over the run's routes): the
+   largest power of two that models every credit loop the run crosses packet by packet at full
+   rate. A channel the run never crosses cannot stall it (a GB200 rack's Grace C2C link, whose
+   buffer covers its loop only at 256 B, no longer sets the unit of a collective that stays on
+   NVLink), and a receiver where every route ends frees its space on arrival (an NVLS reduction
+   into the switch: 16 KiB on GB200 NVL72, where a route through the switch needs 8 KiB).
+2. **Trains of fine packets**, when the fine packet covers every loop of the run (its buffers are
+   larger than their credit loops, so no credit stall can arise in the fine run either) and every
+   transfer still makes at least ``TRAIN_MIN_UNITS`` units: the unit grows to the largest power of
+   two that leaves every transfer that many units (at most ``TRAIN_MAX_BYTES``). Such a unit is
+   larger than the receive buffer and streams through it (``OutputPort.release``, coarse mode); on
+   a loop the buffer covers this is line rate, what the fine packets reach, and cut-through
+   switches forward its first bytes as they arrive, as they do a train's first packet. What the
+   unit changes is granularity: round-robin among flows, the reverse direction's responses and a
+   CTA's pacing take turns per unit instead of per packet, so each transfer's finish may move by
+   a few units, at most a few 1/``TRAIN_MIN_UNITS`` of its time. Only on switches with virtual
+   output queues and per-output arbitration: a FIFO input's head-of-line blocking and a matching
+   crossbar's cell-time matchings are per packet, and a unit would change them.
+
+Every row says the unit it ran with (``packet_bytes``) and the fine packet (``fine_packet_bytes``);
+``reports.run_notice.unit_note`` puts both in words for a table's title.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import Iterable, Sequence
+
+from simulator.engine.packet import PacketConfig
+from simulator.engine.packet.sizing import fine_packet_bytes, is_fine, route_use, transit_s
+from simulator.engine.transfer import Workload
+from simulator.topology.fabric import Fabric, SwitchScheduling
+from simulator.topology.routing import equal_cost_routes
+
+TRAIN_MIN_UNITS = 512
+"""Fewest units a transfer is cut into when units grow past the fine packet. Assumption: the
+granularity error of a unit is about one unit of a transfer's time (its turn in round-robin, its
+last unit), so 256 keeps it near 0.4%; measured on GB200 NVL72 at 1 GiB against fine packets
+(docs/model.md section 7.1)."""
+TRAIN_MAX_BYTES = 1 << 20
+"""Largest unit (B): 1 MiB, the coarse unit the engine was first sized for."""
+
+
+@dataclass(frozen=True, slots=True)
+class RunUnit:
+    """The unit of one run and how it was chosen."""
+
+    bytes: int
+    """The unit the packet engine moves (B)."""
+    fine_bytes: int
+    """The fine packet of the run's routes (B)."""
+
+    @property
+    def trains(self) -> bool:
+        """The unit is a train of fine packets (larger than the fine packet)."""
+        return self.bytes > self.fine_bytes
+
+
+def _per_output_voq(fabric: Fabric, config: PacketConfig, forwarding: Iterable[str]) -> bool:
+    """Every forwarding node of the run arbitrates per output over virtual output queues."""
+    for name in forwarding:
+        setup = config.switch_setup(fabric.nodes[name])
+        if setup.matching or not setup.voq:
+            return False
+    return True
+
+
+def _uncongested(fabric: Fabric, workloads: Sequence[Workload], use: dict[int, bool]) -> bool:
+    """No switch arbitrates and no CTA paces: no channel out of a forwarding node is fed from two
+    channels into it by the run's routes, and no transfer that crosses a channel is rate-limited
+    (``Transfer.rate_Bps``, paced a few units at a time by the packet engine)."""
+    feeders: dict[int, int] = {}
+    """Channel out of a forwarding node -> the one channel into it that feeds it."""
+    seen: set = set()
+    for workload in workloads:
+        for t in workload.transfers:
+            if not t.bytes or t.src == t.dst:
+                continue
+            if t.rate_Bps:
+                return False
+            key = id(t.paths) if t.paths is not None else (t.src, t.dst)
+            if key in seen:
+                continue
+            seen.add(key)
+            routes = t.paths if t.paths is not None else equal_cost_routes(fabric, t.src, t.dst)
+            for route in routes:
+                for into, out in zip(route, route[1:]):
+                    if feeders.setdefault(out, into) != into:
+                        return False
+    return True
+
+
+def run_unit(fabric: Fabric, workloads: Sequence[Workload], config: PacketConfig = PacketConfig()) -> RunUnit:
+    """The unit of a run of ``workloads`` (rule in the module docstring); ``config`` says how its
+    switches schedule and its packets are framed."""
+    use = route_use(fabric, workloads)
+    if not use:  # nothing moves (pure delays): any unit is exact, take the fabric's
+        fine = fine_packet_bytes(fabric, config.header_bytes, config.vcs)
+        return RunUnit(fine, fine)
+    fine = fine_packet_bytes(fabric, config.header_bytes, config.vcs, use=use)
+    channels = [fabric.channels[cid] for cid in sorted(use)]
+    covered = all(is_fine(ch, fine, config.header_bytes, config.vcs, fabric.reverse_latency_s(ch),
+                          transit_s(fabric, ch, fine, config.header_bytes, use)) for ch in channels)
+    forwarding = {ch.dst for ch in channels if use[ch.id]}
+    if (not covered or config.switching != "cut_through" or not _per_output_voq(fabric, config, forwarding)
+            or not _uncongested(fabric, workloads, use)):
+        return RunUnit(fine, fine)
+    smallest = min(t.bytes for w in workloads for t in w.transfers if t.bytes)
+    unit = fine
+    while unit * 2 <= TRAIN_MAX_BYTES and unit * 2 * TRAIN_MIN_UNITS <= smallest:
+        unit *= 2
+    return RunUnit(unit, fine)
+
+
+def choose(fabric: Fabric, workloads: Sequence[Workload], *, seed: int = 0, packet_bytes: int | None = None,
+           switch: SwitchScheduling | None = None) -> tuple[PacketConfig, RunUnit | None]:
+    """The packet engine's settings for a run of ``workloads`` (several when they run together),
+    with the run's switch scheduling defaults ``switch``, and the unit chosen (None: the user
+    gave ``packet_bytes``)."""
+    config = PacketConfig(seed=seed).with_switch(switch)
+    if packet_bytes:
+        return replace(config, packet_bytes=packet_bytes), None
+    unit = run_unit(fabric, workloads, config)
+    fine = unit.fine_bytes if unit.trains else None
+    return replace(config, packet_bytes=unit.bytes, fine_packet_bytes=fine), unit
+
+
+def packet_config(fabric: Fabric, workloads: Sequence[Workload], *, seed: int = 0,
+                  packet_bytes: int | None = None, switch: SwitchScheduling | None = None) -> PacketConfig:
+    """``choose``'s settings alone."""
+    return choose(fabric, workloads, seed=seed, packet_bytes=packet_bytes, switch=switch)[0]
+

@@ -1,0 +1,146 @@
+"""The packet engine's unit per run (``runner.packet_unit``): fine packets over the channels a run
+crosses, trains of them only where no switch arbitrates, no CTA paces and every loop is covered,
+and trains that give the fine packets' times."""
+
+import logging
+from pathlib import Path
+
+import pytest
+
+from simulator.engine.dispatch import simulate
+from simulator.engine.packet import PacketConfig
+from simulator.engine.packet.sizing import fine_packet_bytes, is_fine, route_use, transit_s
+from simulator.reports.run_notice import unit_note
+from simulator.runner.packet_unit import TRAIN_MAX_BYTES, TRAIN_MIN_UNITS, choose, run_unit
+from simulator.runner.sweeps import SweepSpec, build_workload
+from simulator.topology.builder import build_fabric
+from simulator.topology.fabric import SwitchScheduling
+
+ROOT = Path(__file__).resolve().parent.parent
+GiB, MiB = 1 << 30, 1 << 20
+
+
+@pytest.fixture(scope="module")
+def nvl72():
+    return build_fabric(ROOT / "topologies" / "gb200_nvl72.yaml")
+
+
+@pytest.fixture(scope="module")
+def hgx():
+    return build_fabric(ROOT / "topologies" / "hgx_h100.yaml")
+
+
+def _work(fabric, op, gpus, size, **kw):
+    return build_workload(fabric, SweepSpec(op=op, gpus=gpus, sizes=(size,), **kw), size)
+
+
+def test_nvls_routes_end_at_the_switch_and_ring_routes_go_through_it(nvl72):
+    nvls = route_use(nvl72, [_work(nvl72, "all_reduce", 72, GiB)])
+    assert nvls and not any(nvls.values())  # every route is one hop: GPU -> switch or switch -> GPU
+    ring = route_use(nvl72, [_work(nvl72, "all_gather", 72, GiB)])
+    into_switch = [cid for cid in ring if nvl72.nodes[nvl72.channels[cid].dst].kind == "switch"]
+    assert into_switch and all(ring[cid] for cid in into_switch)
+    assert not any(ring[cid] for cid in ring if cid not in into_switch)
+
+
+def test_a_switch_that_only_receives_frees_on_arrival_so_nvls_runs_take_16_KiB(nvl72):
+    """The fabric-wide fine packet is 8 KiB (a route through the switch holds the space for its
+    forwarding and next serialization); 16 KiB covers the loop into a switch where routes end."""
+    assert fine_packet_bytes(nvl72) == 8192
+    use = route_use(nvl72, [_work(nvl72, "all_reduce", 72, GiB)])
+    assert fine_packet_bytes(nvl72, use=use) == 16384
+    up = next(nvl72.channels[cid] for cid in use if nvl72.nodes[nvl72.channels[cid].dst].kind == "switch")
+    back = nvl72.reverse_latency_s(up)
+    assert is_fine(up, 16384, reverse_latency_s=back)
+    assert not is_fine(up, 16384, reverse_latency_s=back, transit_s=transit_s(nvl72, up, 16384))
+
+
+def test_channels_a_run_does_not_cross_do_not_set_its_unit():
+    """On 8 NVL72 racks on InfiniBand the Grace C2C links cover their loop only at 256 B; a
+    collective inside one rack never crosses them and keeps NVLink's unit."""
+    racks = build_fabric(ROOT / "topologies" / "gb200_nvl72_x8_ib.yaml")
+    assert fine_packet_bytes(racks) == 256
+    unit = run_unit(racks, [_work(racks, "all_gather", 8, 64 * MiB)])
+    assert unit.fine_bytes == 8192
+
+
+def test_nvls_runs_in_trains_that_leave_every_transfer_its_units(nvl72):
+    work = _work(nvl72, "all_reduce", 72, GiB)
+    unit = run_unit(nvl72, [work])
+    assert unit.trains and unit.fine_bytes == 16384
+    smallest = min(t.bytes for t in work.transfers if t.bytes)
+    assert smallest // unit.bytes >= TRAIN_MIN_UNITS
+    assert unit.bytes * 2 > TRAIN_MAX_BYTES or smallest // (unit.bytes * 2) < TRAIN_MIN_UNITS  # the largest
+    assert unit.bytes == 131072
+
+
+@pytest.mark.parametrize("case", ["alltoall", "ring with CTA pacing", "fifo inputs", "matching crossbar",
+                                  "store and forward"])
+def test_no_trains_where_a_switch_arbitrates_or_a_cta_paces(hgx, nvl72, case):
+    """Trains change who goes first at a contended output, a paced CTA's bursts, a FIFO input's
+    head-of-line blocking and a matching crossbar's cell times: the fine packet is kept. (NVLS
+    routes end at the switch, which forwards nothing: there its scheduling does not matter; a
+    host-to-device copy crosses the PCIe switch.)"""
+    host = build_fabric(ROOT / "topologies" / "hgx_h200.yaml")
+    copy = _work(host, "h2d", 2, GiB)
+    assert run_unit(host, [copy]).trains and any(route_use(host, [copy]).values())
+    fabric, work, switch, config = hgx, _work(hgx, "all_reduce", 8, GiB), None, PacketConfig()
+    if case in ("fifo inputs", "matching crossbar"):
+        fabric, work = host, copy
+    if case == "alltoall":
+        work = _work(hgx, "alltoall", 8, GiB)
+    elif case == "ring with CTA pacing":
+        fabric, work = nvl72, _work(nvl72, "all_gather", 72, GiB)
+        assert all(t.rate_Bps for t in work.transfers)
+    elif case == "fifo inputs":
+        switch = SwitchScheduling(queueing="fifo")
+    elif case == "matching crossbar":
+        switch = SwitchScheduling(arbiter="islip")
+    else:
+        config = PacketConfig(switching="store_and_forward")
+    if switch is not None:
+        config = config.with_switch(switch)
+    assert run_unit(hgx, [_work(hgx, "all_reduce", 8, GiB)]).trains  # the same run otherwise has them
+    unit = run_unit(fabric, [work], config)
+    assert not unit.trains and unit.bytes == unit.fine_bytes
+
+
+@pytest.mark.parametrize("op, size, tolerance", [("all_reduce", 64 * MiB, 0.005), ("h2d", 64 * MiB, 1e-9)])
+def test_trains_give_the_fine_packets_time(op, size, tolerance):
+    """HGX H100 NVLS all_reduce (8 KiB packets, 32 KiB trains): the same time within 0.5% (measured
+    +0.13%); a host-to-device copy, one flow on its route: the same time to float rounding."""
+    fabric = build_fabric(ROOT / "topologies" / ("hgx_h100.yaml" if op != "h2d" else "hgx_h200.yaml"))
+    work = _work(fabric, op, 8 if op != "h2d" else 2, size)
+    config, unit = choose(fabric, [work])
+    assert unit.trains and config.packet_bytes == unit.bytes and config.fine_packet_bytes == unit.fine_bytes
+    fine = simulate(fabric, work, engine="packet", packet=PacketConfig(packet_bytes=unit.fine_bytes))
+    trains = simulate(fabric, work, engine="packet", packet=config)
+    assert trains.makespan_s == pytest.approx(fine.makespan_s, rel=tolerance)
+    assert trains.bytes_delivered == fine.bytes_delivered
+    assert all(trains.invariants.values())
+
+
+def test_trains_do_not_warn_about_coarse_mode_but_a_coarse_packet_asked_for_does(hgx, caplog):
+    work = _work(hgx, "all_reduce", 8, 64 * MiB)
+    config, unit = choose(hgx, [work])
+    assert unit.trains
+    with caplog.at_level(logging.WARNING):
+        simulate(hgx, work, engine="packet", packet=config)
+    assert "coarse mode" not in caplog.text
+    with caplog.at_level(logging.WARNING):
+        simulate(hgx, work, engine="packet", packet=PacketConfig(packet_bytes=config.packet_bytes))
+    assert "coarse mode" in caplog.text
+
+
+def test_the_given_packet_size_wins(hgx):
+    config, unit = choose(hgx, [_work(hgx, "all_reduce", 8, GiB)], packet_bytes=2048)
+    assert unit is None and config.packet_bytes == 2048 and config.fine_packet_bytes is None
+
+
+def test_titles_say_how_runs_were_cut():
+    assert unit_note([{"packet_bytes": None}]) == ""
+    assert unit_note([{"packet_bytes": 8192, "fine_packet_bytes": 8192}]) == "8 KiB packets"
+    assert unit_note([{"packet_bytes": 8192, "fine_packet_bytes": None},
+                      {"packet_bytes": 131072, "fine_packet_bytes": 16384}]) == \
+        "8 KiB-128 KiB trains of 8 KiB-16 KiB packets"
+    assert unit_note([{"packet_bytes": 131072, "fine_packet_bytes": 16384}]) == "128 KiB trains of 16 KiB packets"
