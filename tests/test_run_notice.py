@@ -39,10 +39,10 @@ def test_auto_picks_by_the_largest_size_against_the_budget():
     packet = lambda _: PacketConfig(packet_bytes=4096)  # noqa: E731
     assert plan_sweep(f, "auto", {small: works[small]}, packet).engine == "packet"
     plan = plan_sweep(f, "auto", works, packet)
-    assert plan.engine == "flow" and plan.largest_hops > AUTO_PACKET_HOP_BUDGET
+    assert plan.engine == "flow" and plan.weighed_hops > AUTO_PACKET_HOP_BUDGET
     assert plan.wall_s is None and not plan.slow
     line = plan_line(plan)
-    assert line.startswith("auto: flow engine") and f"{plan.largest_hops:,} packet-hops" in line
+    assert line.startswith("auto: flow engine") and f"{plan.weighed_hops:,} packet-hops" in line
     assert f"over the {AUTO_PACKET_HOP_BUDGET:,} budget" in line
     assert plan_line(SweepPlan("flow", "flow", (4096,), (small,), (10,))) is None  # nothing to say
 
@@ -59,8 +59,7 @@ def test_bench_prints_one_line_on_stderr_before_packet_runs():
     assert line.startswith("packet engine: ") and "packet-hops/s" in line
     result = runner.invoke(app, ["bench", teaching, "--sizes", "1M", "--engine", "flow", "--text"])
     assert result.exit_code == 0 and "packet-hops" not in result.stderr
-    # an alltoall arbitrates at every switch output: fine packets, far over the budget
-    result = runner.invoke(app, ["bench", "hgx_h100", "--op", "alltoall", "--sizes", "1G", "--text"])
+    result = runner.invoke(app, ["bench", "hgx_h100", "--sizes", "1G", "--text"])
     assert result.exit_code == 0 and "auto: flow engine (largest size" in result.stderr
     assert "flow" in result.stdout.splitlines()[-2]  # the row says which engine ran it
 
@@ -146,3 +145,20 @@ def test_scenario_status_follows_a_packet_run_in_percent(tmp_path):
     assert progress and all(x.startswith("HGX H100: ar, 4 MiB") for x in progress)
     percents = [int(x.split("% of")[0].rsplit(" ", 1)[1]) for x in progress]
     assert percents == sorted(percents) and percents[-1] > 50
+
+
+def test_auto_weighs_the_largest_size_in_fine_packets_though_it_would_run_in_trains():
+    """HGX H100 NVLS all_reduce: trains hold every size from 16 MiB up near 43k packet-hops, so the
+    largest size would no longer bound the others; auto counts its fine packets (2.8 M at 1 GiB,
+    8 KiB) and picks the flow engine, as before trains. Asked for, the packet engine runs trains."""
+    from simulator.runner.sweeps import SweepSpec, build_workload, _packet_choice
+    from simulator.topology.builder import build_fabric
+
+    fabric = build_fabric(ROOT / "topologies" / "hgx_h100.yaml")
+    sizes = (4 << 20, 1 << 30)
+    spec = SweepSpec(op="all_reduce", gpus=8, sizes=sizes)
+    works = {s: build_workload(fabric, spec, s) for s in sizes}
+    plan = plan_sweep(fabric, "auto", works, lambda w: _packet_choice(fabric, spec, w)[0])
+    trains, small = plan.packet_hops[1], plan.packet_hops[0]
+    assert trains < small < AUTO_PACKET_HOP_BUDGET < plan.weighed_hops
+    assert plan.engine == "flow" and plan.units[1] > 8192

@@ -22,10 +22,10 @@ def duration(seconds: float) -> str:
 
 def plan_line(plan: SweepPlan) -> str | None:
     """The announcement of ``plan`` (None when the flow engine was asked for: nothing to say)."""
-    largest = f"largest size {plan.largest_hops:,} packet-hops"
+    largest = f"largest size {plan.weighed_hops:,} packet-hops"
     if plan.asked == "auto" and plan.engine == "flow":
         return (f"auto: flow engine ({largest}, over the {plan.budget:,} budget; "
-                f"{duration(plan.largest_hops / PACKET_HOPS_PER_S)} packet by packet)")
+                f"{duration(plan.weighed_hops / PACKET_HOPS_PER_S)} packet by packet)")
     if plan.engine != "packet":
         return None
     cost = f"{plan.total_hops:,} packet-hops of {plan.unit_text}, {duration(plan.wall_s or 0.0)}"

@@ -8,7 +8,7 @@ packet size x hops of its first route).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Callable
 
 from simulator.engine.dispatch import AUTO_PACKET_HOP_BUDGET, choose_engine, packet_hops
@@ -40,6 +40,8 @@ class SweepPlan:
     sizes: tuple[int, ...]
     packet_hops: tuple[int, ...]
     """Estimated packet-hops of each size (B / its unit x route hops, summed over transfers)."""
+    weighed_hops: int = 0
+    """Packet-hops of the largest size in its fine packets (``weighed``): what ``auto`` decides by."""
 
     @property
     def unit_text(self) -> str:
@@ -50,11 +52,6 @@ class SweepPlan:
     @property
     def total_hops(self) -> int:
         return sum(self.packet_hops)
-
-    @property
-    def largest_hops(self) -> int:
-        """Packet-hops of the largest size: what ``auto`` decides by."""
-        return self.packet_hops[self.sizes.index(max(self.sizes))] if self.sizes else 0
 
     @property
     def wall_s(self) -> float | None:
@@ -72,6 +69,16 @@ class SweepPlan:
         return AUTO_PACKET_HOP_BUDGET
 
 
+def weighed(packet: PacketConfig) -> PacketConfig:
+    """The packet settings ``auto`` weighs a sweep's largest size with: its fine packets. Trains
+    (``runner.packet_unit``) hold a transfer's units near a fixed count, so with them a sweep's
+    largest size may count fewer packet-hops than a smaller one; fine packets grow with the size,
+    so the largest stays the one to decide by."""
+    if packet.fine_packet_bytes is None:
+        return packet
+    return replace(packet, packet_bytes=packet.fine_packet_bytes, fine_packet_bytes=None)
+
+
 def plan_sweep(fabric: Fabric, asked: str, workloads: dict[int, Workload],
                packet_for: Callable[[Workload], PacketConfig]) -> SweepPlan:
     """The plan of running ``workloads`` (size -> workload) with engine ``asked``, each with its
@@ -82,8 +89,13 @@ def plan_sweep(fabric: Fabric, asked: str, workloads: dict[int, Workload],
         return SweepPlan(engine="flow", asked=asked, units=(), sizes=sizes, packet_hops=(0,) * len(sizes))
     packets = [packet_for(workloads[s]) for s in sizes]
     hops = tuple(packet_hops(fabric, workloads[s], p.packet_bytes) for s, p in zip(sizes, packets))
-    engine = asked
-    if asked == "auto":
-        engine = choose_engine(fabric, workloads[sizes[-1]], packets[-1]) if sizes else "flow"
+    engine, weighed_hops = asked, 0
+    if sizes:
+        largest = weighed(packets[-1])
+        weighed_hops = packet_hops(fabric, workloads[sizes[-1]], largest.packet_bytes)
+        if asked == "auto":
+            engine = choose_engine(fabric, workloads[sizes[-1]], largest)
+    elif asked == "auto":
+        engine = "flow"
     return SweepPlan(engine=engine, asked=asked, units=tuple(p.packet_bytes for p in packets), sizes=sizes,
-                     packet_hops=hops)
+                     packet_hops=hops, weighed_hops=weighed_hops)

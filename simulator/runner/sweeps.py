@@ -23,7 +23,7 @@ from simulator.errors import InputError, unknown_choice
 from simulator.metrics.bottleneck import busiest_link
 from simulator.metrics.collective_stats import row as nccl_row
 from simulator.metrics.energy import energy_report
-from simulator.runner.estimate import SweepPlan, plan_sweep
+from simulator.runner.estimate import SweepPlan, plan_sweep, weighed
 from simulator.runner.packet_unit import RunUnit, choose
 from simulator.topology.fabric import Fabric, SwitchScheduling
 from simulator.workloads.collectives import OPS, build_collective
@@ -128,7 +128,7 @@ def sweep_engine(fabric: Fabric, spec: SweepSpec, built: dict[int, Workload] | N
     workload = build_workload(fabric, spec, largest)
     if built is not None:
         built[largest] = workload
-    return choose_engine(fabric, workload, _packet_choice(fabric, spec, workload)[0])
+    return choose_engine(fabric, workload, weighed(_packet_choice(fabric, spec, workload)[0]))
 
 
 def sweep(fabric: Fabric, spec: SweepSpec, on_row: Callable[[dict], None] | None = None,
