@@ -74,11 +74,10 @@ def test_nvls_runs_in_trains_that_leave_every_transfer_its_units(nvl72):
     assert unit.bytes == 131072
 
 
-@pytest.mark.parametrize("case", ["alltoall", "ring with CTA pacing", "fifo inputs", "matching crossbar",
-                                  "store and forward"])
-def test_no_trains_where_a_switch_arbitrates_or_a_cta_paces(hgx, nvl72, case):
-    """Trains change who goes first at a contended output, a paced CTA's bursts, a FIFO input's
-    head-of-line blocking and a matching crossbar's cell times: the fine packet is kept. (NVLS
+@pytest.mark.parametrize("case", ["alltoall", "fifo inputs", "matching crossbar", "store and forward"])
+def test_no_trains_where_a_switch_arbitrates(hgx, case):
+    """Trains change who goes first at a contended output, a FIFO input's head-of-line blocking
+    and a matching crossbar's cell times: the fine packet is kept. (NVLS
     routes end at the switch, which forwards nothing: there its scheduling does not matter; a
     host-to-device copy crosses the PCIe switch.)"""
     host = build_fabric(ROOT / "topologies" / "hgx_h200.yaml")
@@ -89,9 +88,6 @@ def test_no_trains_where_a_switch_arbitrates_or_a_cta_paces(hgx, nvl72, case):
         fabric, work = host, copy
     if case == "alltoall":
         work = _work(hgx, "alltoall", 8, GiB)
-    elif case == "ring with CTA pacing":
-        fabric, work = nvl72, _work(nvl72, "all_gather", 72, GiB)
-        assert all(t.rate_Bps for t in work.transfers)
     elif case == "fifo inputs":
         switch = SwitchScheduling(queueing="fifo")
     elif case == "matching crossbar":
@@ -105,12 +101,16 @@ def test_no_trains_where_a_switch_arbitrates_or_a_cta_paces(hgx, nvl72, case):
     assert not unit.trains and unit.bytes == unit.fine_bytes
 
 
-@pytest.mark.parametrize("op, size, tolerance", [("all_reduce", 64 * MiB, 0.005), ("h2d", 64 * MiB, 1e-9)])
-def test_trains_give_the_fine_packets_time(op, size, tolerance):
-    """HGX H100 NVLS all_reduce (8 KiB packets, 32 KiB trains): the same time within 0.5% (measured
-    +0.13%); a host-to-device copy, one flow on its route: the same time to float rounding."""
-    fabric = build_fabric(ROOT / "topologies" / ("hgx_h100.yaml" if op != "h2d" else "hgx_h200.yaml"))
-    work = _work(fabric, op, 8 if op != "h2d" else 2, size)
+@pytest.mark.parametrize("topology, op, gpus, size, tolerance", [
+    ("hgx_h100", "all_reduce", 8, 64 * MiB, 0.004),  # NVLS, 8 KiB packets, 32 KiB trains: +0.13%
+    ("hgx_h100", "all_gather", 8, 256 * MiB, 0.008),  # ring, CTA-paced, 4 KiB packets, 16 KiB: +0.45%
+    ("hgx_h200", "all_reduce", 2, 256 * MiB, 0.004),  # ring on direct links, 16 KiB trains: +0.07%
+    ("hgx_h200", "h2d", 2, 64 * MiB, 1e-9),  # one flow on its route: the same time to float rounding
+])
+def test_trains_give_the_fine_packets_time(topology, op, gpus, size, tolerance):
+    """Trains against their fine packets one by one."""
+    fabric = build_fabric(ROOT / "topologies" / f"{topology}.yaml")
+    work = _work(fabric, op, gpus, size)
     config, unit = choose(fabric, [work])
     assert unit.trains and config.packet_bytes == unit.bytes and config.fine_packet_bytes == unit.fine_bytes
     fine = simulate(fabric, work, engine="packet", packet=PacketConfig(packet_bytes=unit.fine_bytes))
@@ -144,3 +144,21 @@ def test_titles_say_how_runs_were_cut():
                       {"packet_bytes": 131072, "fine_packet_bytes": 16384}]) == \
         "8 KiB-128 KiB trains of 8 KiB-16 KiB packets"
     assert unit_note([{"packet_bytes": 131072, "fine_packet_bytes": 16384}]) == "128 KiB trains of 16 KiB packets"
+
+
+def test_a_cta_hands_over_the_fine_runs_bursts_in_whole_trains():
+    """``PACE_PACKETS`` fine packets per burst, rounded up to whole trains."""
+    from simulator.engine.packet.network import PACE_PACKETS, pace_bytes
+
+    assert pace_bytes(PacketConfig(packet_bytes=4096)) == PACE_PACKETS * 4096
+    assert pace_bytes(PacketConfig(packet_bytes=32768, fine_packet_bytes=4096)) == PACE_PACKETS * 4096
+    assert pace_bytes(PacketConfig(packet_bytes=65536, fine_packet_bytes=4096)) == 65536
+
+
+def test_ring_collectives_on_one_switch_level_run_in_trains(nvl72):
+    """A ring's routes through an NVSwitch never meet at an output (each GPU's ring successor is fed
+    by one predecessor): trains, although every transfer is paced by its CTA."""
+    work = _work(nvl72, "all_gather", 72, GiB)
+    assert all(t.rate_Bps for t in work.transfers if t.bytes)
+    unit = run_unit(nvl72, [work])
+    assert unit.trains and unit.fine_bytes == 8192 and unit.bytes == 65536

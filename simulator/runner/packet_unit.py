@@ -10,18 +10,22 @@ per fabric.
    buffer covers its loop only at 256 B, no longer sets the unit of a collective that stays on
    NVLink), and a receiver where every route ends frees its space on arrival (an NVLS reduction
    into the switch: 16 KiB on GB200 NVL72, where a route through the switch needs 8 KiB).
-2. **Trains of fine packets**, when the fine packet covers every loop of the run (its buffers are
-   larger than their credit loops, so no credit stall can arise in the fine run either) and every
-   transfer still makes at least ``TRAIN_MIN_UNITS`` units: the unit grows to the largest power of
-   two that leaves every transfer that many units (at most ``TRAIN_MAX_BYTES``). Such a unit is
-   larger than the receive buffer and streams through it (``OutputPort.release``, coarse mode); on
-   a loop the buffer covers this is line rate, what the fine packets reach, and cut-through
-   switches forward its first bytes as they arrive, as they do a train's first packet. What the
-   unit changes is granularity: round-robin among flows, the reverse direction's responses and a
-   CTA's pacing take turns per unit instead of per packet, so each transfer's finish may move by
-   a few units, at most a few 1/``TRAIN_MIN_UNITS`` of its time. Only on switches with virtual
-   output queues and per-output arbitration: a FIFO input's head-of-line blocking and a matching
-   crossbar's cell-time matchings are per packet, and a unit would change them.
+2. **Trains of fine packets**, when the run is uncongested: no switch output is fed from two of
+   its inputs (no arbitration among inputs), the fine packet covers every loop of the run (its
+   buffers are larger than their credit loops, so no credit stall can arise in the fine run
+   either), and every transfer still makes at least ``TRAIN_MIN_UNITS`` units: the unit grows to
+   the largest power of two that leaves every transfer that many units (at most
+   ``TRAIN_MAX_BYTES``). Such a unit is larger than the receive buffer and streams through it
+   (``OutputPort.release``, coarse mode); on a loop the buffer covers this is line rate, what the
+   fine packets reach, and cut-through switches forward its first bytes as they arrive, as they do
+   a train's first packet. A CTA hands over the same bursts of fine packets as in the fine run
+   (``network.pace_bytes``, rounded up to whole trains). What the unit changes is granularity:
+   flows sharing an injector and the reverse direction's responses take turns per unit instead of
+   per packet, so a transfer's finish may move by a few units, a few 1/``TRAIN_MIN_UNITS`` of its
+   time. Only on switches with virtual output queues and per-output arbitration: a FIFO input's
+   head-of-line blocking and a matching crossbar's cell-time matchings are per packet, and a unit
+   would change them. Where a switch output does arbitrate, units change who goes first (an HGX
+   H100 alltoall at 64 MiB: +29% in 32 KiB units), so those runs keep fine packets.
 
 Every row says the unit it ran with (``packet_bytes``) and the fine packet (``fine_packet_bytes``);
 ``reports.run_notice.unit_note`` puts both in words for a table's title.
@@ -39,10 +43,10 @@ from simulator.topology.fabric import Fabric, SwitchScheduling
 from simulator.topology.routing import equal_cost_routes
 
 TRAIN_MIN_UNITS = 512
-"""Fewest units a transfer is cut into when units grow past the fine packet. Assumption: the
-granularity error of a unit is about one unit of a transfer's time (its turn in round-robin, its
-last unit), so 256 keeps it near 0.4%; measured on GB200 NVL72 at 1 GiB against fine packets
-(docs/model.md section 7.1)."""
+"""Fewest units a transfer is cut into when units grow past the fine packet. Assumption: a unit
+moves a transfer's finish by a few units of its time, so 512 keeps the error a few tenths of a
+percent; measured against fine packets at 64 MiB-1 GiB: +0.0 to +0.51% (rings on GB200 NVL72 and
+HGX H100 the most; NVLS and copies 0-0.23%), where 256 gave up to +1.0% (docs/model.md 7.1)."""
 TRAIN_MAX_BYTES = 1 << 20
 """Largest unit (B): 1 MiB, the coarse unit the engine was first sized for."""
 
@@ -71,10 +75,9 @@ def _per_output_voq(fabric: Fabric, config: PacketConfig, forwarding: Iterable[s
     return True
 
 
-def _uncongested(fabric: Fabric, workloads: Sequence[Workload], use: dict[int, bool]) -> bool:
-    """No switch arbitrates and no CTA paces: no channel out of a forwarding node is fed from two
-    channels into it by the run's routes, and no transfer that crosses a channel is rate-limited
-    (``Transfer.rate_Bps``, paced a few units at a time by the packet engine)."""
+def _uncongested(fabric: Fabric, workloads: Sequence[Workload]) -> bool:
+    """No switch arbitrates among inputs: no channel out of a forwarding node is fed from two
+    channels into it by the run's routes."""
     feeders: dict[int, int] = {}
     """Channel out of a forwarding node -> the one channel into it that feeds it."""
     seen: set = set()
@@ -82,8 +85,6 @@ def _uncongested(fabric: Fabric, workloads: Sequence[Workload], use: dict[int, b
         for t in workload.transfers:
             if not t.bytes or t.src == t.dst:
                 continue
-            if t.rate_Bps:
-                return False
             key = id(t.paths) if t.paths is not None else (t.src, t.dst)
             if key in seen:
                 continue
@@ -109,7 +110,7 @@ def run_unit(fabric: Fabric, workloads: Sequence[Workload], config: PacketConfig
                           transit_s(fabric, ch, fine, config.header_bytes, use)) for ch in channels)
     forwarding = {ch.dst for ch in channels if use[ch.id]}
     if (not covered or config.switching != "cut_through" or not _per_output_voq(fabric, config, forwarding)
-            or not _uncongested(fabric, workloads, use)):
+            or not _uncongested(fabric, workloads)):
         return RunUnit(fine, fine)
     smallest = min(t.bytes for w in workloads for t in w.transfers if t.bytes)
     unit = fine

@@ -39,7 +39,15 @@ forwarding nodes (PCIe switches, NICs, GPUs) always arbitrate per output."""
 
 
 PACE_PACKETS = 8
-"""Packets a rate-limited transfer hands to its injectors at a time (its pacing unit)."""
+"""Packets a rate-limited transfer hands to its injectors at a time (its pacing unit): fine packets
+when the run moves trains of them (``PacketConfig.fine_packet_bytes``), rounded up to whole
+trains, so the CTA's bursts are as large as in the fine run, or one train larger."""
+
+
+def pace_bytes(config: PacketConfig) -> int:
+    """Bytes a rate-limited transfer hands over at a time (``PACE_PACKETS``)."""
+    burst = PACE_PACKETS * (config.fine_packet_bytes or config.packet_bytes)
+    return -(-burst // config.packet_bytes) * config.packet_bytes
 
 
 WATCHDOG_RTTS = 1000
@@ -61,6 +69,8 @@ class PacketNetwork:
         self.progress_ticks = 0
         self.workload = workload
         self.config = config
+        self.pace_bytes = pace_bytes(config)
+        """Bytes a rate-limited transfer hands to its injectors at a time."""
         self.obs = observer
         self.events = EventQueue()
         self.rng = np.random.default_rng(config.seed)
@@ -257,11 +267,11 @@ class PacketNetwork:
 
     def _pace(self, tid: int, routes, offset: int, seq: list[int], sent: int) -> None:
         """A rate-limited transfer (``Transfer.rate_Bps``: the CTA behind it) hands its bytes to the
-        injectors no faster than its rate: a pacing unit of ``PACE_PACKETS`` packets every
-        unit / rate seconds, so it takes no more than its share of the links while it runs."""
+        injectors no faster than its rate: a pacing unit (``pace_bytes``) every unit / rate
+        seconds, so it takes no more than its share of the links while it runs."""
         t = self.workload.transfers[tid]
         now = self.events.now
-        nbytes = min(PACE_PACKETS * self.config.packet_bytes, t.bytes - sent)
+        nbytes = min(self.pace_bytes, t.bytes - sent)
         self._inject(tid, nbytes, routes, offset, seq, now)
         sent += nbytes
         if sent < t.bytes:
