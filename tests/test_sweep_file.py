@@ -45,6 +45,18 @@ def test_digest_changes_with_the_inputs_not_with_the_file_name(tmp_path):
     assert rails["cable"]["length"] == "30 m"
 
 
+def test_digest_changes_with_the_code_so_a_changed_model_never_reads_old_rows(monkeypatch):
+    """The version number stays the same across changes of the model; the code's own hash does not."""
+    import simulator.runner.sweep_file as sweep_file
+    from simulator.runner.cache import code_fingerprint
+
+    path = ROOT / "scenarios" / "sweep_rack_scale.yaml"
+    before = load_sweep(path).points[0].digest
+    assert len(code_fingerprint()) == 64 and load_sweep(path).points[0].digest == before
+    monkeypatch.setattr(sweep_file, "code_fingerprint", lambda: "another model")
+    assert load_sweep(path).points[0].digest != before
+
+
 @pytest.mark.parametrize("text, line, words", [
     ("name: s\nbase:\n  credit_lab: {}\naxes:\n  bufer: [4K]\n", 5, "unknown axis 'bufer'"),
     ("name: s\nbase:\n  credit_lab: {}\naxes:\n  buffer: [4K, 12Q]\n", 5, "buffer = '12Q'"),

@@ -1,4 +1,4 @@
-"""On-disk results of sweep points, keyed by the content hash of their inputs and the version.
+"""On-disk results of sweep points, keyed by the content hash of their inputs and of the code.
 
 One JSON file per finished point (``<digest>.json``), written atomically as soon as the point
 finishes, so an interrupted or partly failed sweep keeps every finished point and a re-run only
@@ -7,14 +7,30 @@ simulates what is new. Failed points are never stored (a fix to the input re-run
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import tempfile
+from functools import cache
 from pathlib import Path
 from typing import Any
 
 DEFAULT_DIR_ENV = "FABRICSIM_CACHE"
 """Environment variable naming the cache folder; default ``~/.cache/fabricsim/sweeps``."""
+
+
+@cache
+def code_fingerprint() -> str:
+    """Hash of the simulator's own files (its Python and its parts data), so a cached row is used
+    only by the code that computed it: the version number alone stays the same across changes of
+    the model."""
+    root = Path(__file__).resolve().parent.parent
+    digest = hashlib.sha256()
+    for path in sorted(root.rglob("*")):
+        if path.suffix in (".py", ".yaml", ".yml", ".json") and "__pycache__" not in path.parts:
+            digest.update(path.relative_to(root).as_posix().encode())
+            digest.update(path.read_bytes())
+    return digest.hexdigest()
 
 
 def default_dir() -> Path:

@@ -30,6 +30,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 import simulator
 from simulator.errors import InputError
+from simulator.runner.cache import code_fingerprint
 from simulator.runner.overrides import check_path, with_values
 from simulator.topology.loader import SourceMap, load_yaml
 from simulator.topology.validate import validate_model
@@ -144,7 +145,7 @@ class Point:
     payload: dict[str, Any] = field(repr=False)
     """``kind`` plus the kind's inputs (see :func:`expand`); picklable, never mutated."""
     digest: str = ""
-    """Content hash of the inputs and the fabricsim version (the cache key)."""
+    """Content hash of the inputs, the fabricsim version and its code (the cache key)."""
 
 
 @dataclass(frozen=True)
@@ -245,8 +246,8 @@ class _Expander:
         for i, combo in enumerate(itertools.product(*self.model.axes.values())):
             axes = dict(zip(names, combo))
             payload = self._payload(axes)
-            digest = hashlib.sha256(_canonical({"version": simulator.__version__, "inputs": payload["hashed"]})
-                                    .encode()).hexdigest()
+            digest = hashlib.sha256(_canonical({"version": simulator.__version__, "code": code_fingerprint(),
+                                                "inputs": payload["hashed"]}).encode()).hexdigest()
             out.append(Point(index=i, axes=axes, payload=payload, digest=digest))
         return out
 
