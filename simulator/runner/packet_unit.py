@@ -112,7 +112,7 @@ def run_unit(fabric: Fabric, workloads: Sequence[Workload], config: PacketConfig
     if (not covered or config.switching != "cut_through" or not _per_output_voq(fabric, config, forwarding)
             or not _uncongested(fabric, workloads)):
         return RunUnit(fine, fine)
-    smallest = min(t.bytes for w in workloads for t in w.transfers if t.bytes)
+    smallest = min(t.bytes for w in workloads for t in w.transfers if t.bytes and t.src != t.dst)
     unit = fine
     while unit * 2 <= TRAIN_MAX_BYTES and unit * 2 * TRAIN_MIN_UNITS <= smallest:
         unit *= 2

@@ -64,13 +64,13 @@ def transit_s(fabric: Fabric, ch: Channel, size: int, header_bytes: int = 0,
 
 def route_use(fabric: Fabric, workloads: Iterable[Workload]) -> dict[int, bool]:
     """Channel id -> whether some route of ``workloads`` goes on past the channel's receiver, for
-    every channel a transfer with bytes crosses (its pinned paths, else the equal-cost routes the
+    every channel a transfer between two nodes crosses (its pinned paths, else the equal-cost routes the
     engines spread it over). Each distinct path set is walked once."""
     use: dict[int, bool] = {}
     seen: set = set()
     for workload in workloads:
         for t in workload.transfers:
-            if not t.bytes:
+            if not t.bytes or t.src == t.dst:  # a delay, or a copy inside one GPU
                 continue
             key = id(t.paths) if t.paths is not None else (t.src, t.dst)
             if key in seen:
