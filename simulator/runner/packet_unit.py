@@ -37,10 +37,9 @@ from dataclasses import dataclass, replace
 from typing import Iterable, Sequence
 
 from simulator.engine.packet import PacketConfig
-from simulator.engine.packet.sizing import fine_packet_bytes, is_fine, route_use, transit_s
+from simulator.engine.packet.sizing import distinct_routes, fine_packet_bytes, is_fine, route_use, transit_s
 from simulator.engine.transfer import Workload
 from simulator.topology.fabric import Fabric, SwitchScheduling
-from simulator.topology.routing import equal_cost_routes
 
 TRAIN_MIN_UNITS = 512
 """Fewest units a transfer is cut into when units grow past the fine packet. Assumption: a unit
@@ -80,20 +79,11 @@ def _uncongested(fabric: Fabric, workloads: Sequence[Workload]) -> bool:
     channels into it by the run's routes."""
     feeders: dict[int, int] = {}
     """Channel out of a forwarding node -> the one channel into it that feeds it."""
-    seen: set = set()
-    for workload in workloads:
-        for t in workload.transfers:
-            if not t.bytes or t.src == t.dst:
-                continue
-            key = id(t.paths) if t.paths is not None else (t.src, t.dst)
-            if key in seen:
-                continue
-            seen.add(key)
-            routes = t.paths if t.paths is not None else equal_cost_routes(fabric, t.src, t.dst)
-            for route in routes:
-                for into, out in zip(route, route[1:]):
-                    if feeders.setdefault(out, into) != into:
-                        return False
+    for routes in distinct_routes(fabric, workloads):
+        for route in routes:
+            for into, out in zip(route, route[1:]):
+                if feeders.setdefault(out, into) != into:
+                    return False
     return True
 
 
@@ -136,4 +126,3 @@ def packet_config(fabric: Fabric, workloads: Sequence[Workload], *, seed: int = 
                   packet_bytes: int | None = None, switch: SwitchScheduling | None = None) -> PacketConfig:
     """``choose``'s settings alone."""
     return choose(fabric, workloads, seed=seed, packet_bytes=packet_bytes, switch=switch)[0]
-

@@ -21,11 +21,11 @@ import numpy as np
 
 from simulator.engine.dispatch import simulate
 from simulator.engine.packet import EngineObserver, PacketConfig
+from simulator.engine.transfer import Workload
 from simulator.errors import InputError
 from simulator.hardware.catalog import load_catalog
 from simulator.metrics.bottleneck import busiest_link
 from simulator.metrics.energy import EnergyReport, energy_report
-from simulator.engine.transfer import Workload
 from simulator.runner.estimate import SweepPlan
 from simulator.runner.packet_unit import packet_config
 from simulator.runner.sweeps import SweepSpec, select_gpus, size_list, sweep, sweep_engine

@@ -13,7 +13,7 @@ reduction ends at the switch), so one run's credit loops may allow a larger unit
 
 from __future__ import annotations
 
-from typing import Iterable, Mapping
+from typing import Iterable, Iterator, Mapping
 
 from simulator.engine.packet.credits import credits_for
 from simulator.engine.packet.link import credit_loop_rtt_s, serialization_rate_Bps
@@ -62,25 +62,31 @@ def transit_s(fabric: Fabric, ch: Channel, size: int, header_bytes: int = 0,
     return fabric.nodes[ch.dst].latency_s + (size + header_bytes) / slowest[ch.dst]
 
 
-def route_use(fabric: Fabric, workloads: Iterable[Workload]) -> dict[int, bool]:
-    """Channel id -> whether some route of ``workloads`` goes on past the channel's receiver, for
-    every channel a transfer between two nodes crosses (its pinned paths, else the equal-cost routes the
-    engines spread it over). Each distinct path set is walked once."""
-    use: dict[int, bool] = {}
+def distinct_routes(fabric: Fabric, workloads: Iterable[Workload]) -> Iterator[tuple[tuple[int, ...], ...]]:
+    """The route sets (channel-id tuples) ``workloads`` move bytes over between two nodes, each
+    distinct one once: a transfer's pinned paths, else the equal-cost routes the engines spread it
+    over. Delays and copies inside one GPU cross nothing."""
     seen: set = set()
     for workload in workloads:
         for t in workload.transfers:
-            if not t.bytes or t.src == t.dst:  # a delay, or a copy inside one GPU
+            if not t.bytes or t.src == t.dst:
                 continue
             key = id(t.paths) if t.paths is not None else (t.src, t.dst)
             if key in seen:
                 continue
             seen.add(key)
-            routes = t.paths if t.paths is not None else equal_cost_routes(fabric, t.src, t.dst)
-            for route in routes:
-                last = len(route) - 1
-                for i, cid in enumerate(route):
-                    use[cid] = use.get(cid, False) or i < last
+            yield t.paths if t.paths is not None else equal_cost_routes(fabric, t.src, t.dst)
+
+
+def route_use(fabric: Fabric, workloads: Iterable[Workload]) -> dict[int, bool]:
+    """Channel id -> whether some route of ``workloads`` goes on past the channel's receiver, for
+    every channel the run crosses (``distinct_routes``)."""
+    use: dict[int, bool] = {}
+    for routes in distinct_routes(fabric, workloads):
+        for route in routes:
+            last = len(route) - 1
+            for i, cid in enumerate(route):
+                use[cid] = use.get(cid, False) or i < last
     return use
 
 
