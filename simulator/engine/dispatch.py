@@ -23,9 +23,10 @@ EngineName = Literal["packet", "flow", "auto"]
 ENGINES = ("packet", "flow", "auto")
 
 AUTO_PACKET_HOP_BUDGET = 300_000
-"""Above this many estimated packet-hops ``auto`` uses the flow engine. The packet engine does
-~300-600k packet-hops/s on a chain but ~60-100k/s on a loaded 72-GPU switch fabric (arbitration,
-VOQs), so this keeps an automatic packet run to a few seconds."""
+"""Above this many estimated packet-hops ``auto`` uses the flow engine. Assumption: a few seconds is
+what an automatic choice may cost. The packet engine does ~600-690k packet-hops/s on a chain and
+~170-220k/s on a loaded 72-GPU switch fabric (arbitration, VOQs, both link directions; measured on
+the project's 2-core machine, December 2026), so this keeps an automatic packet run to 1-2 s."""
 
 
 def packet_hops(fabric: Fabric, workload: Workload, packet_bytes: int) -> int:
