@@ -28,7 +28,7 @@ def plan_line(plan: SweepPlan) -> str | None:
                 f"{duration(plan.weighed_hops / PACKET_HOPS_PER_S)} packet by packet)")
     if plan.engine != "packet":
         return None
-    cost = f"{plan.total_hops:,} packet-hops of {plan.unit_text}, {duration(plan.wall_s or 0.0)}"
+    cost = f"{plan.total_hops:,} packet-hops of {_span(sorted(set(plan.units)))}, {duration(plan.wall_s or 0.0)}"
     if plan.asked == "auto":
         return f"auto: packet engine ({largest}, budget {plan.budget:,}): {cost}"
     return f"packet engine: {cost} at ~{PACKET_HOPS_PER_S / 1e3:.0f}k packet-hops/s"

@@ -44,12 +44,6 @@ class SweepPlan:
     """Packet-hops of the largest size in its fine packets (``weighed``): what ``auto`` decides by."""
 
     @property
-    def unit_text(self) -> str:
-        """The units for people: ``8,192 B`` or ``8,192-16,384 B``."""
-        low, high = min(self.units, default=0), max(self.units, default=0)
-        return f"{low:,} B" if low == high else f"{low:,}-{high:,} B"
-
-    @property
     def total_hops(self) -> int:
         return sum(self.packet_hops)
 
