@@ -3,7 +3,7 @@
 Targets on 2 cores: flow engine < 0.1 s; packet engine <= 30 s wall within 1% of the fine-packet
 busbw, under 500 MB peak RSS. The packet engine runs with the unit ``bench`` would choose for this
 run (``simulator.runner.packet_unit``: the fine packet of the run's routes, or trains of them where
-no switch output arbitrates among inputs; 128 KiB trains of 16 KiB packets for the NVLS all_reduce);
+no switch output arbitrates among inputs: 16 KiB packets in trains of 128 KiB for NVLS all_reduce);
 ``--fine`` also runs the fine packets one by one for the comparison (about 80 s here). The workload
 (algorithm chosen by the tuner unless --algo) and routes are built before timing; the timed part is
 the engine run. Peak RSS is the whole process's. Usage:

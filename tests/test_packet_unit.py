@@ -140,10 +140,13 @@ def test_the_given_packet_size_wins(hgx):
 def test_titles_say_how_runs_were_cut():
     assert unit_note([{"packet_bytes": None}]) == ""
     assert unit_note([{"packet_bytes": 8192, "fine_packet_bytes": 8192}]) == "8 KiB packets"
-    assert unit_note([{"packet_bytes": 8192, "fine_packet_bytes": None},
+    assert unit_note([{"packet_bytes": 131072, "fine_packet_bytes": 16384}]) == "16 KiB packets in trains of 128 KiB"
+    assert unit_note([{"packet_bytes": 16384, "fine_packet_bytes": 16384},
+                      {"packet_bytes": 32768, "fine_packet_bytes": 16384},
                       {"packet_bytes": 131072, "fine_packet_bytes": 16384}]) == \
-        "8 KiB-128 KiB trains of 8 KiB-16 KiB packets"
-    assert unit_note([{"packet_bytes": 131072, "fine_packet_bytes": 16384}]) == "128 KiB trains of 16 KiB packets"
+        "16 KiB packets in trains of 32 KiB-128 KiB"
+    assert unit_note([{"packet_bytes": 4096, "fine_packet_bytes": None},
+                      {"packet_bytes": 65536, "fine_packet_bytes": 8192}]) == "4 KiB-8 KiB packets in trains of 64 KiB"
 
 
 def test_a_cta_hands_over_the_fine_runs_bursts_in_whole_trains():

@@ -39,14 +39,15 @@ def _span(sizes: list[int]) -> str:
 
 
 def unit_note(rows: Sequence[dict]) -> str:
-    """How a sweep's packet-engine rows were cut, for a title: ``8 KiB packets`` or ``128 KiB
-    trains of 16 KiB packets`` (a range when the sizes differ); empty when no row ran on the packet
+    """How a sweep's packet-engine rows were cut, for a title: ``8 KiB packets`` or ``16 KiB
+    packets in trains of 128 KiB`` (ranges when rows differ); empty when no row ran on the packet
     engine."""
     ran = [r for r in rows if r.get("packet_bytes")]
     if not ran:
         return ""
-    units = sorted({r["packet_bytes"] for r in ran})
     fines = sorted({r.get("fine_packet_bytes") or r["packet_bytes"] for r in ran})
-    if units == fines:
-        return f"{_span(units)} packets"
-    return f"{_span(units)} trains of {_span(fines)} packets"
+    trains = sorted({r["packet_bytes"] for r in ran if r.get("fine_packet_bytes")
+                     and r["packet_bytes"] > r["fine_packet_bytes"]})
+    if not trains:
+        return f"{_span(fines)} packets"
+    return f"{_span(fines)} packets in trains of {_span(trains)}"
