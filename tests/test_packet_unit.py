@@ -165,3 +165,17 @@ def test_ring_collectives_on_one_switch_level_run_in_trains(nvl72):
     assert all(t.rate_Bps for t in work.transfers if t.bytes)
     unit = run_unit(nvl72, [work])
     assert unit.trains and unit.fine_bytes == 8192 and unit.bytes == 65536
+
+
+def test_an_observed_run_moves_fine_packets(hgx):
+    """A credit timeline or a packet trace records packets: with an observer the sweep keeps the
+    fine packet where it would otherwise run trains, and its row says so."""
+    from simulator.engine.packet import EngineObserver
+    from simulator.runner.sweeps import sweep
+
+    spec = SweepSpec(op="all_reduce", gpus=8, sizes=(64 * MiB,), engine="packet")
+    (plain,) = sweep(hgx, spec)
+    (seen,) = sweep(hgx, spec, observer=EngineObserver())
+    assert plain["packet_bytes"] > plain["fine_packet_bytes"] == 8192
+    assert seen["packet_bytes"] == seen["fine_packet_bytes"] == 8192
+    assert seen["time_us"] == pytest.approx(plain["time_us"], rel=0.004)

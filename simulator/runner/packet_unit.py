@@ -87,9 +87,11 @@ def _uncongested(fabric: Fabric, workloads: Sequence[Workload]) -> bool:
     return True
 
 
-def run_unit(fabric: Fabric, workloads: Sequence[Workload], config: PacketConfig = PacketConfig()) -> RunUnit:
+def run_unit(fabric: Fabric, workloads: Sequence[Workload], config: PacketConfig = PacketConfig(),
+             trains: bool = True) -> RunUnit:
     """The unit of a run of ``workloads`` (rule in the module docstring); ``config`` says how its
-    switches schedule and its packets are framed."""
+    switches schedule and its packets are framed; ``trains=False``: the fine packet whatever the
+    run (an observed run: a credit timeline or a packet trace records packets, not trains)."""
     use = route_use(fabric, workloads)
     if not use:  # nothing moves (pure delays): any unit is exact, take the fabric's
         fine = fine_packet_bytes(fabric, config.header_bytes, config.vcs)
@@ -99,7 +101,7 @@ def run_unit(fabric: Fabric, workloads: Sequence[Workload], config: PacketConfig
     covered = all(is_fine(ch, fine, config.header_bytes, config.vcs, fabric.reverse_latency_s(ch),
                           transit_s(fabric, ch, fine, config.header_bytes, use)) for ch in channels)
     forwarding = {ch.dst for ch in channels if use[ch.id]}
-    if (not covered or config.switching != "cut_through" or not _per_output_voq(fabric, config, forwarding)
+    if (not trains or not covered or config.switching != "cut_through" or not _per_output_voq(fabric, config, forwarding)
             or not _uncongested(fabric, workloads)):
         return RunUnit(fine, fine)
     smallest = min(t.bytes for w in workloads for t in w.transfers if t.bytes and t.src != t.dst)
@@ -110,19 +112,20 @@ def run_unit(fabric: Fabric, workloads: Sequence[Workload], config: PacketConfig
 
 
 def choose(fabric: Fabric, workloads: Sequence[Workload], *, seed: int = 0, packet_bytes: int | None = None,
-           switch: SwitchScheduling | None = None) -> tuple[PacketConfig, RunUnit | None]:
+           switch: SwitchScheduling | None = None, observed: bool = False) -> tuple[PacketConfig, RunUnit | None]:
     """The packet engine's settings for a run of ``workloads`` (several when they run together),
     with the run's switch scheduling defaults ``switch``, and the unit chosen (None: the user
-    gave ``packet_bytes``)."""
+    gave ``packet_bytes``). An ``observed`` run (credit timeline, packet trace) moves fine packets."""
     config = PacketConfig(seed=seed).with_switch(switch)
     if packet_bytes:
         return replace(config, packet_bytes=packet_bytes), None
-    unit = run_unit(fabric, workloads, config)
+    unit = run_unit(fabric, workloads, config, trains=not observed)
     fine = unit.fine_bytes if unit.trains else None
     return replace(config, packet_bytes=unit.bytes, fine_packet_bytes=fine), unit
 
 
 def packet_config(fabric: Fabric, workloads: Sequence[Workload], *, seed: int = 0,
-                  packet_bytes: int | None = None, switch: SwitchScheduling | None = None) -> PacketConfig:
+                  packet_bytes: int | None = None, switch: SwitchScheduling | None = None,
+                  observed: bool = False) -> PacketConfig:
     """``choose``'s settings alone."""
-    return choose(fabric, workloads, seed=seed, packet_bytes=packet_bytes, switch=switch)[0]
+    return choose(fabric, workloads, seed=seed, packet_bytes=packet_bytes, switch=switch, observed=observed)[0]

@@ -209,7 +209,8 @@ def run_scenario(scenario: ScenarioModel, topologies: list[Path],
         def packet(workloads, fabric=fabric) -> PacketConfig:
             if scenario.engine == "flow" and not scenario.packet_bytes:
                 return PacketConfig(seed=scenario.seed)  # no packets: no unit to work out
-            return packet_config(fabric, workloads, seed=scenario.seed, packet_bytes=scenario.packet_bytes)
+            return packet_config(fabric, workloads, seed=scenario.seed, packet_bytes=scenario.packet_bytes,
+                                 observed=observer is not None)
 
         for item in scenario.workloads:
             one = scenario.model_copy(update={"engine": engines[id(item)]})

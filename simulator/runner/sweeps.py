@@ -84,7 +84,7 @@ def run_one(fabric: Fabric, workload: Workload, spec: SweepSpec,
             progress: Callable[[int], None] | None = None) -> tuple[dict, RunResult]:
     """Simulate one workload; its row and the raw result (``observer`` sees packet-engine runs,
     ``progress`` gets their packet-hops so far now and then)."""
-    packet, unit = _packet_choice(fabric, spec, workload)
+    packet, unit = _packet_choice(fabric, spec, workload, observer is not None)
     result = simulate(fabric, workload, engine=spec.engine, packet=packet, flow=FlowConfig(), observer=observer,
                       progress=progress)
     energy = energy_report(fabric, result)
@@ -106,12 +106,15 @@ def run_one(fabric: Fabric, workload: Workload, spec: SweepSpec,
     return row, result
 
 
-def _packet_choice(fabric: Fabric, spec: SweepSpec, workload: Workload) -> tuple[PacketConfig, RunUnit | None]:
+def _packet_choice(fabric: Fabric, spec: SweepSpec, workload: Workload,
+                   observed: bool = False) -> tuple[PacketConfig, RunUnit | None]:
     """The packet engine's settings for one run and the unit chosen: the given packet size, else
-    ``runner.packet_unit``'s rule (nothing to choose for a flow engine run, which has no packets)."""
+    ``runner.packet_unit``'s rule (nothing to choose for a flow engine run, which has no packets;
+    an observed run moves fine packets)."""
     if not spec.packet_bytes and spec.engine == "flow":
         return PacketConfig(seed=spec.seed), None
-    return choose(fabric, (workload,), seed=spec.seed, packet_bytes=spec.packet_bytes, switch=spec.switch)
+    return choose(fabric, (workload,), seed=spec.seed, packet_bytes=spec.packet_bytes, switch=spec.switch,
+                  observed=observed)
 
 
 def measure(fabric: Fabric, workload: Workload, spec: SweepSpec, observer: EngineObserver | None = None) -> dict:
@@ -150,7 +153,7 @@ def sweep(fabric: Fabric, spec: SweepSpec, on_row: Callable[[dict], None] | None
         for nbytes in spec.sizes:
             built.setdefault(nbytes, build_workload(fabric, spec, nbytes))
         plan = plan_sweep(fabric, spec.engine, {s: built[s] for s in spec.sizes},
-                          lambda w: _packet_choice(fabric, spec, w)[0])
+                          lambda w: _packet_choice(fabric, spec, w, observer is not None)[0])
         spec = replace(spec, engine=plan.engine)
         on_plan(plan)
     if spec.engine == "auto" and spec.sizes:
