@@ -25,7 +25,8 @@ per fabric.
    time. Only on switches with virtual output queues and per-output arbitration: a FIFO input's
    head-of-line blocking and a matching crossbar's cell-time matchings are per packet, and a unit
    would change them. Where a switch output does arbitrate, units change who goes first (an HGX
-   H100 alltoall at 64 MiB: +29% in 32 KiB units), so those runs keep fine packets.
+   H100 alltoall at 64 MiB: +29% in 32 KiB units), so those runs keep fine packets, and so does
+   an observed run (a credit timeline or a packet trace records packets).
 
 Every row says the unit it ran with (``packet_bytes``) and the fine packet (``fine_packet_bytes``);
 ``reports.run_notice.unit_note`` puts both in words for a table's title.
