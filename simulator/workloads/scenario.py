@@ -181,6 +181,8 @@ class ScenarioModel(_Item):
     engine: Literal["packet", "flow", "auto"] = "auto"
     seed: int = 0
     packet_bytes: int | None = Field(default=None, ge=64)
+    """Packet engine transfer unit (B); unset: chosen per run, the largest packet that keeps every
+    credit loop the run crosses exact, in trains where no switch output arbitrates among inputs."""
     workloads: list[WorkloadItem] = []
     """Items run one after another, each alone on the fabric."""
     jobs: list[JobItem] = []
