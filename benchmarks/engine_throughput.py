@@ -35,12 +35,17 @@ HOPS = 8
 PACKET = 4096
 
 
+def _chain(packets: int) -> tuple:
+    """The 8-hop credited chain and its one transfer of ``packets`` 4 KiB packets."""
+    credit = synthetic.default_credit(buffer_bytes=64 * PACKET, credit_bytes=256, return_delay_s=20e-9)
+    fabric = synthetic.chain(HOPS, credit=credit, switch_latency_s=100e-9)
+    return fabric, Workload("chain", (Transfer(0, "gpu0", "gpu1", packets * PACKET),))
+
+
 def chain_benchmark(packets: int) -> tuple[float, float, int, float]:
     """Wall seconds, CPU seconds, packet-hops and simulated makespan (s) for ``packets`` packets
     over an 8-hop credited chain."""
-    credit = synthetic.default_credit(buffer_bytes=64 * PACKET, credit_bytes=256, return_delay_s=20e-9)
-    fabric = synthetic.chain(HOPS, credit=credit, switch_latency_s=100e-9)
-    workload = Workload("chain", (Transfer(0, "gpu0", "gpu1", packets * PACKET),))
+    fabric, workload = _chain(packets)
     t0, c0 = time.perf_counter(), time.process_time()
     res = run_packet(fabric, workload, PacketConfig(packet_bytes=PACKET))
     wall, cpu = time.perf_counter() - t0, time.process_time() - c0
@@ -51,12 +56,10 @@ def chain_benchmark(packets: int) -> tuple[float, float, int, float]:
 def chain_in_trains(packets: int, fine_makespan_s: float) -> tuple[float, int, float]:
     """CPU seconds, unit and relative makespan difference of the same chain in trains of its 4 KiB
     packets (the unit ``bench`` would choose: 1 MiB, 512 or more per transfer)."""
-    from simulator.runner.packet_unit import TRAIN_MAX_BYTES
+    from simulator.runner.packet_unit import train_bytes
 
-    credit = synthetic.default_credit(buffer_bytes=64 * PACKET, credit_bytes=256, return_delay_s=20e-9)
-    fabric = synthetic.chain(HOPS, credit=credit, switch_latency_s=100e-9)
-    workload = Workload("chain", (Transfer(0, "gpu0", "gpu1", packets * PACKET),))
-    unit = min(TRAIN_MAX_BYTES, max(PACKET, 1 << ((packets * PACKET // 512).bit_length() - 1)))
+    fabric, workload = _chain(packets)
+    unit = train_bytes(PACKET, packets * PACKET)
     c0 = time.process_time()
     res = run_packet(fabric, workload, PacketConfig(packet_bytes=unit, fine_packet_bytes=PACKET))
     cpu = time.process_time() - c0

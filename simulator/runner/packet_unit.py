@@ -106,10 +106,17 @@ def run_unit(fabric: Fabric, workloads: Sequence[Workload], config: PacketConfig
             or not _uncongested(fabric, workloads)):
         return RunUnit(fine, fine)
     smallest = min(t.bytes for w in workloads for t in w.transfers if t.bytes and t.src != t.dst)
+    return RunUnit(train_bytes(fine, smallest), fine)
+
+
+def train_bytes(fine: int, smallest: int) -> int:
+    """The train of ``fine``-byte packets when the smallest transfer is ``smallest`` bytes: the
+    largest power-of-two multiple of ``fine`` that leaves it ``TRAIN_MIN_UNITS`` units, at most
+    ``TRAIN_MAX_BYTES`` (``fine`` itself when no larger one does)."""
     unit = fine
     while unit * 2 <= TRAIN_MAX_BYTES and unit * 2 * TRAIN_MIN_UNITS <= smallest:
         unit *= 2
-    return RunUnit(unit, fine)
+    return unit
 
 
 def choose(fabric: Fabric, workloads: Sequence[Workload], *, seed: int = 0, packet_bytes: int | None = None,
