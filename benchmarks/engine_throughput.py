@@ -8,7 +8,7 @@ GPU -> switch -> GPU) as a sanity figure for real collectives. If ns.py is impor
 rate -> Wire with the link latency), no credits) and the ratio is printed, on wall-clock time and
 on CPU time of this process (the machine is shared: under load the CPU ratio is the steadier one).
 For comparison it also runs the chain as ``bench`` would cut it: one flow on an uncongested path,
-so in 1 MiB trains of the 4 KiB packets (``simulator.runner.packet_unit``), checks that the run
+so in 1 MiB trains (``simulator.runner.packet_unit.run_unit``), checks that the run
 ends when the packet-by-packet run does, and prints the 4 KiB packet-hops it stood for per second;
 that figure is not the per-packet speed. The last line is the per-packet figure CI reads:
 
@@ -54,12 +54,12 @@ def chain_benchmark(packets: int) -> tuple[float, float, int, float]:
 
 
 def chain_in_trains(packets: int, fine_makespan_s: float) -> tuple[float, int, float]:
-    """CPU seconds, unit and relative makespan difference of the same chain in trains of its 4 KiB
-    packets (the unit ``bench`` would choose: 1 MiB, 512 or more per transfer)."""
-    from simulator.runner.packet_unit import train_bytes
+    """CPU seconds, unit and relative makespan difference of the same chain in the unit ``bench``
+    would choose (``run_unit``: 1 MiB trains for the default 200,000 packets)."""
+    from simulator.runner.packet_unit import run_unit
 
     fabric, workload = _chain(packets)
-    unit = train_bytes(PACKET, packets * PACKET)
+    unit = run_unit(fabric, [workload]).bytes
     c0 = time.process_time()
     res = run_packet(fabric, workload, PacketConfig(packet_bytes=unit, fine_packet_bytes=PACKET))
     cpu = time.process_time() - c0
@@ -123,7 +123,7 @@ def main() -> None:
     wall, cpu, hops, makespan = chain_benchmark(args.packets)
     print(f"chain{HOPS}_packets: {args.packets}  wall_s: {wall:.2f}  cpu_s: {cpu:.2f}")
     t_cpu, unit, diff = chain_in_trains(args.packets, makespan)
-    print(f"chain{HOPS}_in_trains: {unit} B trains of {PACKET} B packets, cpu_s: {t_cpu:.3f}, makespan "
+    print(f"chain{HOPS}_in_trains: {unit} B units (bench's choice) for the {PACKET} B packets, cpu_s: {t_cpu:.3f}, makespan "
           f"{diff:+.1e} relative to packet by packet; {hops / t_cpu:.0f} packet-hops stood for per CPU "
           f"second (not the per-packet speed)")
     if nspy is not None:

@@ -35,14 +35,23 @@ def is_fine(channel: Channel, packet_bytes: int, header_bytes: int = 0, vcs: int
     n x wire / RTT >= serialization rate (``credit_loop_rtt_s``; a switch receiver holds space a
     little longer, by its forwarding latency).
     """
+    if is_coarse(channel, packet_bytes, header_bytes, vcs):
+        return False
     spec = channel.credit
     share = spec.buffer_bytes // spec.credit_bytes // vcs
     wire = packet_bytes + header_bytes
     k = credits_for(wire, spec.credit_bytes)
-    if k > share - (spec.batch - 1):
-        return False
     rtt = credit_loop_rtt_s(channel, packet_bytes, header_bytes, reverse_latency_s) + transit_s
     return (share // k) * wire / rtt >= serialization_rate_Bps(channel, header_bytes)
+
+
+def is_coarse(channel: Channel, packet_bytes: int, header_bytes: int = 0, vcs: int = 1) -> bool:
+    """True if a ``packet_bytes`` payload packet takes more credits than one packet may hold on
+    ``channel`` (its VC's share of the buffer less the ``batch - 1`` credits batching may withhold,
+    the engine's rule), so it streams through the buffer (coarse mode, ``OutputPort.release``)."""
+    spec = channel.credit
+    share = spec.buffer_bytes // spec.credit_bytes // vcs
+    return credits_for(packet_bytes + header_bytes, spec.credit_bytes) > share - (spec.batch - 1)
 
 
 def transit_s(fabric: Fabric, ch: Channel, size: int, header_bytes: int = 0,
