@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING
 from simulator.engine.packet.credits import CreditBatcher, StaticCredits, credits_for
 from simulator.engine.packet.events import EventQueue
 from simulator.engine.packet.ledger import DeliveryLedger
-from simulator.engine.packet.packet import Wake
+from simulator.engine.packet.packet import Packet, Wake
 from simulator.engine.packet.switch import InputBuffer
 from simulator.topology.fabric import Channel
 
@@ -349,7 +349,7 @@ class OutputPort:
         if cands is not None:
             chosen = self.arbiter.pick(list(cands))
             chosen_vc, chosen_k = cands[chosen]
-        self._send(chosen, chosen_vc, chosen_k, now)
+        self._send(chosen, chosen.pop(), chosen_vc, chosen_k, now)
 
     def _stall(self, now: float) -> None:
         if self.stall_since < 0.0:
@@ -367,9 +367,9 @@ class OutputPort:
         rev.busy_until = start + cost
         rev.busy_s += cost
 
-    def _send(self, r, vc: int, k: int, now: float) -> None:
-        """Send ``r``'s head on ``vc`` with ``k`` credits, starting ``now``."""
-        p = r.pop()
+    def _send(self, r, p: Packet, vc: int, k: int, now: float) -> None:
+        """Send ``p``, granted to requester ``r`` (and taken from it), on ``vc`` with ``k`` credits,
+        starting ``now``."""
         r.grants += 1
         self.credits.take(vc, k)
         if self.stall_since >= 0.0:
@@ -399,6 +399,7 @@ class OutputPort:
             self.respond(p.bytes, now)
         t_tail = end + self.latency
         p.t_tail = t_tail
+        ahead = -1  # the sequence number kept for the next arrival when that hop is taken ahead
         if hop == p.last:
             # the sink frees the space when the tail arrives; known now, so the credits are queued
             # now (a coarse unit's return may precede its delivery, see ``release``)
@@ -411,11 +412,38 @@ class OutputPort:
         else:
             ready = (now + self.latency if self.cut_through else t_tail) + self.next_latency
             p.t_ready = ready
-            p.callback = self.down.arrive_cb
-            self.events.push(ready, p)
+            if hop + 1 < p.ahead:
+                self.down.expect(p, ready)
+            else:  # exclusive from here on (``ahead``): its arrival event's place, kept for it
+                ahead = self.events.reserve()
         obs = self.obs
         if obs is not None:
             obs.link_busy(self.cid, now, end, p)
             obs.credits(self.cid, now, self.credits.available())
         if self.shared or r.head is not None:
             self.wake(end)
+        if ahead >= 0:  # after this hop's own bookkeeping, as the event would run later
+            self.down.arrive_ahead(p, ready, ahead)
+
+    def take_ahead(self, q, p: Packet, t: float) -> bool:
+        """Send ``p``, landing in ``q`` at ``t``, on this exclusive channel now (``ahead``): at ``t``,
+        or when the serializer and the input's crossbar read are free, as ``kick`` would. False if
+        its credits do not fit with the returns known now (its arrival event then decides)."""
+        start = t
+        if self.busy_until > start + EPS_S:
+            start = self.busy_until
+        if q.inbuf.xbar > start + EPS_S:
+            start = q.inbuf.xbar
+        hop = p.hop + 1
+        vc = self.vc_at[hop]
+        k = self.costs[p.wire][0]
+        credits = self.credits
+        if not credits.fits(vc, k):
+            soon = start + EPS_S
+            if self.ret_due <= soon:
+                self._absorb(soon)
+            if not credits.fits(vc, k):
+                return False
+        q.inbuf.held += 1  # it enters the buffer and starts leaving at once
+        self._send(q, p, vc, k, start)
+        return True

@@ -11,6 +11,7 @@ import time
 
 import numpy as np
 
+from simulator.engine.packet.ahead import exclusive_channels, suffix_start
 from simulator.engine.packet.arbiters import ARBITERS, make_arbiter
 from simulator.engine.packet.config import PacketConfig, SwitchSetup
 from simulator.engine.packet.credits import CREDIT_POLICIES, CreditBatcher, credits_for
@@ -157,6 +158,24 @@ class PacketNetwork:
             if ch.reverse_overhead and reverse[ch.id] >= 0:
                 port.reverse = self.ports[reverse[ch.id]]
                 port.response_spb = ch.reverse_overhead * port.reverse.spb
+        self.solo = self._exclusive(setups) if self.eager and cfg.take_ahead else set()
+        """Channels one stream of packets owns (``ahead``): hops onto them are taken ahead."""
+        self.suffix: dict[tuple[int, ...], int] = {}
+        """Route -> index of its exclusive suffix (``ahead.suffix_start``), worked out once."""
+
+    def _exclusive(self, setups: dict[str, SwitchSetup]) -> set[int]:
+        """The run's exclusive channels (``ahead.exclusive_channels``) among those whose sending
+        node arbitrates per output with VOQs and whose link's other direction carries no responses
+        for either direction (a response changes the other serializer's time)."""
+        answered = {port.reverse.cid for port in self.ports if port.reverse is not None}
+        eligible = {ch.id for ch in self.fabric.channels
+                    if ch.src not in self.schedulers and setups[ch.src].voq
+                    and self.ports[ch.id].reverse is None and ch.id not in answered}
+        routes = []
+        for t in self.workload.transfers:
+            if t.bytes and t.src != t.dst:
+                routes.extend(t.paths if t.paths is not None else equal_cost_routes(self.fabric, t.src, t.dst))
+        return exclusive_channels(routes, eligible)
 
     def _matching(self, name: str, setup: SwitchSetup) -> bool:
         return setup.matching and self.fabric.nodes[name].kind in SCHEDULED_KINDS
@@ -262,7 +281,10 @@ class PacketNetwork:
                 inj = self.injectors[first] = Injector(INJECT_RANK, self.config.packet_bytes,
                                                        self.config.header_bytes, self.seq_base)
                 self.ports[first].add_requester(inj)
-            inj.add(Flow(tid, route, count, last, seq))
+            ahead = self.suffix.get(route)
+            if ahead is None:
+                ahead = self.suffix[route] = suffix_start(route, self.solo)
+            inj.add(Flow(tid, route, count, last, seq, ahead))
             self.ports[first].wake(now)
 
     def _pace(self, tid: int, routes, offset: int, seq: list[int], sent: int) -> None:

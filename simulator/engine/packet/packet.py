@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from simulator.engine.packet.ahead import NEVER
+
 
 class Packet:
     """A piece of one transfer following one route. Doubles as the event scheduled for its next
@@ -9,10 +11,10 @@ class Packet:
     """
 
     __slots__ = ("callback", "seq", "tid", "route", "last", "voqs", "hop", "bytes", "wire", "t_inject",
-                 "t_tail", "t_ready", "queue_s")
+                 "t_tail", "t_ready", "queue_s", "ahead")
 
     def __init__(self, seq: int, tid: int, route: tuple[int, ...], nbytes: int, wire: int,
-                 voqs: list | None = None) -> None:
+                 voqs: list | None = None, ahead: int = NEVER) -> None:
         self.callback = None
         """What the event queue calls with this packet when it lands (set by the port that sends it)."""
         self.seq = seq
@@ -40,6 +42,9 @@ class Packet:
         """When it became eligible to leave the current node (s)."""
         self.queue_s = 0.0
         """Time spent waiting at switches for arbitration, credits or a busy output (s)."""
+        self.ahead = ahead
+        """Route index from which every hop is exclusive, so the port before it may send the packet
+        on without an event per hop (``ahead.suffix_start``; ``NEVER``: every hop by event)."""
 
     def __repr__(self) -> str:
         return f"Packet(seq={self.seq}, transfer={self.tid}, hop={self.hop}/{len(self.route)}, bytes={self.bytes})"

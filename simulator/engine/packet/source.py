@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections import deque
 
+from simulator.engine.packet.ahead import NEVER
 from simulator.engine.packet.packet import Packet
 from simulator.engine.packet.switch import Endpoint
 
@@ -18,10 +19,10 @@ from simulator.engine.packet.switch import Endpoint
 class Flow:
     """The packets of one transfer that follow one route."""
 
-    __slots__ = ("tid", "route", "left", "last_bytes", "seq", "voqs")
+    __slots__ = ("tid", "route", "left", "last_bytes", "seq", "voqs", "ahead")
 
     def __init__(self, tid: int, route: tuple[int, ...], packets: int, last_bytes: int,
-                 seq: list[int]) -> None:
+                 seq: list[int], ahead: int = NEVER) -> None:
         self.tid = tid
         self.route = route
         self.left = packets
@@ -32,6 +33,8 @@ class Flow:
         """Shared one-element counter of the transfer's next packet number."""
         self.voqs: list = [None] * len(route)
         """The VOQs along the route, shared by the flow's packets (``Packet.voqs``)."""
+        self.ahead = ahead
+        """Where the route's exclusive suffix starts (``Packet.ahead``)."""
 
 
 def split_packets(nbytes: int, packet_bytes: int, n_routes: int, offset: int) -> list[tuple[int, int, int]]:
@@ -88,7 +91,7 @@ class Injector:
         n = seq[0]
         seq[0] = n + 1
         return Packet(self.seq_base[flow.tid] + n, flow.tid, flow.route, nbytes, nbytes + self.header_bytes,
-                      flow.voqs)
+                      flow.voqs, flow.ahead)
 
     def pop(self) -> Packet:
         """Hand out the head and make the next one."""

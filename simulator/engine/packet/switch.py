@@ -107,7 +107,7 @@ class InputBuffer:
     """Receive side of one channel at its destination node: arrival, VOQs, leaving."""
 
     __slots__ = ("cid", "xbar", "voqs", "fifos", "fifo", "name", "weight", "held", "up", "ports",
-                 "sched", "vc_at", "vcs", "events", "obs", "arrive_cb")
+                 "sched", "vc_at", "vcs", "events", "obs", "arrive_cb", "pending")
 
     def __init__(self, cid: int, name: str, weight: int, *, fifo: bool, vc_at: list[int], vcs: int,
                  up: Port, ports: list[Port], sched: Scheduler | None, events: EventQueue, obs) -> None:
@@ -136,6 +136,8 @@ class InputBuffer:
         self.obs = obs
         self.arrive_cb: Callable[[Packet], None] = self.arrive
         """Callback of a packet event arriving here (the engine may wrap them, see ``Faults``)."""
+        self.pending = 0
+        """Arrival events scheduled here and not yet run (a packet taken ahead may not pass them)."""
 
     def voq_for(self, nxt: int, vc: int) -> VirtualOutputQueue:
         """The VOQ of packets leaving on channel ``nxt`` with ``vc`` (made and registered on first use)."""
@@ -150,12 +152,19 @@ class InputBuffer:
                 self.sched.add_voq(q)
         return q
 
+    def route_voq(self, p: Packet, hop: int) -> VirtualOutputQueue:
+        """The VOQ ``p`` waits in before route index ``hop``: looked up on the route's first packet
+        here and kept in ``p.voqs`` (shared by the packets of its flow)."""
+        q = p.voqs[hop] = self.voq_for(p.route[hop], self.vc_at[hop])
+        return q
+
     def arrive(self, p: Packet) -> None:
         """``p`` may leave this node: queue it for its next channel and request that output."""
+        self.pending -= 1
         hop = p.hop + 1
         q = p.voqs[hop]
-        if q is None:  # the route's first packet here: look its VOQ up once
-            q = p.voqs[hop] = self.voq_for(p.route[hop], self.vc_at[hop])
+        if q is None:
+            q = self.route_voq(p, hop)
         self.held += 1
         if self.fifo:
             fifo = self.fifos[self.vc_at[p.hop]]
@@ -172,6 +181,27 @@ class InputBuffer:
             q.port.kick()
         else:
             self.sched.request(q, self.events.now)
+
+    def expect(self, p: Packet, t: float, seq: int = -1) -> None:
+        """Schedule ``p``'s arrival here at ``t`` (with sequence number ``seq`` if one was reserved)."""
+        p.callback = self.arrive_cb
+        self.pending += 1
+        if seq < 0:
+            self.events.push(t, p)
+        else:
+            self.events.push_as(t, seq, p)
+
+    def arrive_ahead(self, p: Packet, t: float, seq: int) -> None:
+        """``p`` lands here at ``t`` and its next channel is exclusive (``ahead``): send it on now,
+        at the time its arrival event would, unless an earlier packet of its stream is still queued
+        or on its way here, or the credits it needs are not known to be back; then its arrival
+        event is scheduled, with the reserved sequence number ``seq``."""
+        hop = p.hop + 1
+        q = p.voqs[hop]
+        if q is None:
+            q = self.route_voq(p, hop)
+        if q.head is not None or self.pending or not q.port.take_ahead(q, p, t):
+            self.expect(p, t, seq)
 
     def leave(self, p: Packet, t_free: float) -> None:
         """``p`` (arrived on this channel, popped from its VOQ) leaves the buffer: its space frees at
