@@ -235,12 +235,11 @@ class OutputPort:
             now = self.events.now
             if t < now:
                 t = now
-        update = (t, vc, k)
         if t > self.ret_last:  # the usual case: updates are made in the order they arrive
-            self.rets.append(update)
+            self.rets.append((t, vc, k))
             self.ret_last = t
         else:  # same order as a heap of (time, vc, credits)
-            insort(self.rets, update, self.ret_i)
+            insort(self.rets, (t, vc, k), self.ret_i)
         if t < self.ret_due:
             self.ret_due = t
         if self.stall_since >= 0.0:  # blocked: look again when the credits are back
@@ -349,7 +348,10 @@ class OutputPort:
         if cands is not None:
             chosen = self.arbiter.pick(list(cands))
             chosen_vc, chosen_k = cands[chosen]
-        self._send(chosen, chosen.pop(), chosen_vc, chosen_k, now)
+        p = chosen.pop()
+        seq = self._send(chosen, p, chosen_vc, chosen_k, now)
+        if seq >= 0:
+            self.take_ahead(p, seq)
 
     def _stall(self, now: float) -> None:
         if self.stall_since < 0.0:
@@ -367,9 +369,10 @@ class OutputPort:
         rev.busy_until = start + cost
         rev.busy_s += cost
 
-    def _send(self, r, p: Packet, vc: int, k: int, now: float) -> None:
+    def _send(self, r, p: Packet, vc: int, k: int, now: float) -> int:
         """Send ``p``, granted to requester ``r`` (and taken from it), on ``vc`` with ``k`` credits,
-        starting ``now``."""
+        starting ``now``. Returns the sequence number kept for its next arrival when that hop is
+        exclusive (the caller takes it ahead, ``take_ahead``), else -1 (its next event is scheduled)."""
         r.grants += 1
         self.credits.take(vc, k)
         if self.stall_since >= 0.0:
@@ -397,53 +400,68 @@ class OutputPort:
         self.bytes += p.bytes
         if self.reverse is not None:
             self.respond(p.bytes, now)
-        t_tail = end + self.latency
+        latency = self.latency
+        t_tail = end + latency
         p.t_tail = t_tail
-        ahead = -1  # the sequence number kept for the next arrival when that hop is taken ahead
+        seq = self.events.reserve()  # the place of the packet's next event (arrival or delivery)
+        if self.obs is not None:
+            self.obs.link_busy(self.cid, now, end, p)
+            self.obs.credits(self.cid, now, self.credits.available())
+        if self.shared or r.head is not None:
+            self.wake(end)
         if hop == p.last:
             # the sink frees the space when the tail arrives; known now, so the credits are queued
             # now (a coarse unit's return may precede its delivery, see ``release``)
             self.release(t_tail, vc, p.wire)
             if self.eager:
-                self.ledger.deliver_ahead(p, t_tail)
+                self.ledger.deliver_ahead(p, t_tail, seq)
             else:
                 p.callback = self.ledger.deliver_cb
-                self.events.push(t_tail, p)
+                self.events.push_as(t_tail, seq, p)
         else:
-            ready = (now + self.latency if self.cut_through else t_tail) + self.next_latency
+            ready = (now + latency if self.cut_through else t_tail) + self.next_latency
             p.t_ready = ready
             if hop + 1 < p.ahead:
-                self.down.expect(p, ready)
-            else:  # exclusive from here on (``ahead``): its arrival event's place, kept for it
-                ahead = self.events.reserve()
-        obs = self.obs
-        if obs is not None:
-            obs.link_busy(self.cid, now, end, p)
-            obs.credits(self.cid, now, self.credits.available())
-        if self.shared or r.head is not None:
-            self.wake(end)
-        if ahead >= 0:  # after this hop's own bookkeeping, as the event would run later
-            self.down.arrive_ahead(p, ready, ahead)
+                self.down.expect(p, ready, seq)
+            else:  # exclusive from here on (``ahead``): the caller sends it on at once
+                return seq
+        return -1
 
-    def take_ahead(self, q, p: Packet, t: float) -> bool:
-        """Send ``p``, landing in ``q`` at ``t``, on this exclusive channel now (``ahead``): at ``t``,
-        or when the serializer and the input's crossbar read are free, as ``kick`` would. False if
-        its credits do not fit with the returns known now (its arrival event then decides)."""
-        start = t
-        if self.busy_until > start + EPS_S:
-            start = self.busy_until
-        if q.inbuf.xbar > start + EPS_S:
-            start = q.inbuf.xbar
-        hop = p.hop + 1
-        vc = self.vc_at[hop]
-        k = self.costs[p.wire][0]
-        credits = self.credits
-        if not credits.fits(vc, k):
-            soon = start + EPS_S
-            if self.ret_due <= soon:
-                self._absorb(soon)
-            if not credits.fits(vc, k):
-                return False
-        q.inbuf.held += 1  # it enters the buffer and starts leaving at once
-        self._send(q, p, vc, k, start)
-        return True
+    def take_ahead(self, p: Packet, seq: int) -> None:
+        """Send ``p``, which this port just sent, on over the exclusive rest of its route at once
+        (``ahead``), hop after hop: each port sends it for the time its arrival event would, at
+        ``t_ready`` or when the serializer and the input's crossbar read are free, as ``kick``
+        would. Stops where an earlier packet of the stream is still queued or on its way, or where
+        the credits do not fit with the returns known now: there its arrival event decides, with
+        the sequence number ``seq`` kept for it."""
+        down = self.down
+        while True:
+            hop = p.hop + 1
+            q = p.voqs[hop]
+            if q is None:
+                q = down.route_voq(p, hop)
+            if q.head is not None or down.pending:
+                break
+            port = q.port
+            start = p.t_ready
+            if port.busy_until > start + EPS_S:
+                start = port.busy_until
+            if down.xbar > start + EPS_S:
+                start = down.xbar
+            vc = port.vc_at[hop]
+            k = port.costs[p.wire][0]
+            if not (port.credits.fits(vc, k) or port._back_by(start, vc, k)):
+                break
+            down.held += 1  # it enters the buffer and starts leaving at once
+            seq = port._send(q, p, vc, k, start)
+            if seq < 0:  # delivered
+                return
+            down = port.down
+        down.expect(p, p.t_ready, seq)
+
+    def _back_by(self, t: float, vc: int, k: int) -> bool:
+        """Take in the credit updates back by ``t``; True if ``k`` credits of ``vc`` then fit."""
+        soon = t + EPS_S
+        if self.ret_due <= soon:
+            self._absorb(soon)
+        return self.credits.fits(vc, k)

@@ -182,26 +182,11 @@ class InputBuffer:
         else:
             self.sched.request(q, self.events.now)
 
-    def expect(self, p: Packet, t: float, seq: int = -1) -> None:
-        """Schedule ``p``'s arrival here at ``t`` (with sequence number ``seq`` if one was reserved)."""
+    def expect(self, p: Packet, t: float, seq: int) -> None:
+        """Schedule ``p``'s arrival here at ``t``, with the sequence number ``seq`` its sender kept."""
         p.callback = self.arrive_cb
         self.pending += 1
-        if seq < 0:
-            self.events.push(t, p)
-        else:
-            self.events.push_as(t, seq, p)
-
-    def arrive_ahead(self, p: Packet, t: float, seq: int) -> None:
-        """``p`` lands here at ``t`` and its next channel is exclusive (``ahead``): send it on now,
-        at the time its arrival event would, unless an earlier packet of its stream is still queued
-        or on its way here, or the credits it needs are not known to be back; then its arrival
-        event is scheduled, with the reserved sequence number ``seq``."""
-        hop = p.hop + 1
-        q = p.voqs[hop]
-        if q is None:
-            q = self.route_voq(p, hop)
-        if q.head is not None or self.pending or not q.port.take_ahead(q, p, t):
-            self.expect(p, t, seq)
+        self.events.push_as(t, seq, p)
 
     def leave(self, p: Packet, t_free: float) -> None:
         """``p`` (arrived on this channel, popped from its VOQ) leaves the buffer: its space frees at
