@@ -69,8 +69,7 @@ def counting(net: PacketNetwork, n: Counter, gaps: list[float]):
             n["busy_kicks"] += 1
         return kick(port, ev)
 
-    def counted_send(port, r, vc, k, now):
-        p = r.head
+    def counted_send(port, r, p, vc, k, now):
         n["hops"] += 1
         n["one_hop"] += p.hop < 0 and p.last == 0
         n["reverse"] += port.reverse is not None
@@ -80,8 +79,9 @@ def counting(net: PacketNetwork, n: Counter, gaps: list[float]):
         if before is not None and before[0] == flow:
             n["same_flow"] += 1
             n["back_to_back"] += now <= before[1] + EPS_S
-        send(port, r, vc, k, now)
+        seq = send(port, r, p, vc, k, now)
         last[port.cid] = (flow, port.busy_until)
+        return seq
 
     def counted_run(queue):
         heap = queue.heap
