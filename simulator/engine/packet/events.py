@@ -18,7 +18,7 @@ from typing import Any, Callable, Iterator
 class EventQueue:
     """Time-ordered events of one run (times in simulated seconds)."""
 
-    __slots__ = ("heap", "now", "ids", "reserve", "stopped")
+    __slots__ = ("heap", "now", "ids", "reserve", "stopped", "ahead")
 
     def __init__(self) -> None:
         self.heap: list[tuple[float, int, Any]] = []
@@ -29,10 +29,13 @@ class EventQueue:
         """Sequence numbers: one per event pushed (or reserved)."""
         self.reserve: Callable[[], int] = self.ids.__next__
         """``reserve()``: a sequence number for an event that may be pushed later with ``push_as``
-        (keeps the order it would have had if pushed now). The counter's own ``__next__``: taking
-        a hop ahead reserves one per hop, so no Python call is spent on it."""
+        (keeps the order it would have had if pushed now): the counter's own ``__next__``, so no
+        Python call is spent on it (an eager delivery reserves one per packet)."""
         self.stopped = False
         """Set by ``stop``: ``run`` returns after the current event."""
+        self.ahead = 0
+        """Arrival events never scheduled because their hop was taken ahead (``OutputPort.take_ahead``):
+        a run's event count includes them, so it does not depend on whether hops were taken ahead."""
 
     def push(self, t: float, event: Any) -> None:
         """Schedule ``event`` at time ``t`` (s), after every event already scheduled at ``t``."""

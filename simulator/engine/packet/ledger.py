@@ -144,9 +144,8 @@ class DeliveryLedger:
         if left == 0:
             self.on_finish(tid, now)
 
-    def deliver_ahead(self, p: Packet, t: float, seq: int) -> None:
-        """Eager mode: ``p``'s tail will reach its destination at ``t`` (its final hop just started);
-        ``seq`` is the sequence number its delivery event would have had.
+    def deliver_ahead(self, p: Packet, t: float) -> None:
+        """Eager mode: ``p``'s tail will reach its destination at ``t`` (its final hop just started).
 
         Accounts the delivery now and schedules nothing, except the transfer's finish when this was
         its last outstanding packet: that event gets the key (time, sequence number) of the latest
@@ -154,6 +153,7 @@ class DeliveryLedger:
         would (each delivery still reserves its sequence number, keeping every other event's order
         and the event count unchanged). Halves the events of single-hop traffic.
         """
+        seq = self.events.reserve()
         nbytes = self._account(p, t)
         if self.packet_stats:
             self.sample.add(t - p.t_inject, p.queue_s, t)

@@ -349,9 +349,8 @@ class OutputPort:
             chosen = self.arbiter.pick(list(cands))
             chosen_vc, chosen_k = cands[chosen]
         p = chosen.pop()
-        seq = self._send(chosen, p, chosen_vc, chosen_k, now)
-        if seq >= 0:
-            self.take_ahead(p, seq)
+        if self._send(chosen, p, chosen_vc, chosen_k, now):
+            self.take_ahead(p)
 
     def _stall(self, now: float) -> None:
         if self.stall_since < 0.0:
@@ -369,10 +368,10 @@ class OutputPort:
         rev.busy_until = start + cost
         rev.busy_s += cost
 
-    def _send(self, r, p: Packet, vc: int, k: int, now: float) -> int:
+    def _send(self, r, p: Packet, vc: int, k: int, now: float) -> bool:
         """Send ``p``, granted to requester ``r`` (and taken from it), on ``vc`` with ``k`` credits,
-        starting ``now``. Returns the sequence number kept for its next arrival when that hop is
-        exclusive (the caller takes it ahead, ``take_ahead``), else -1 (its next event is scheduled)."""
+        starting ``now``. True when its next hop is exclusive: the caller sends it on at once
+        (``take_ahead``); else its next event (arrival or delivery) is scheduled or accounted."""
         r.grants += 1
         self.credits.take(vc, k)
         if self.stall_since >= 0.0:
@@ -403,61 +402,63 @@ class OutputPort:
         latency = self.latency
         t_tail = end + latency
         p.t_tail = t_tail
-        seq = self.events.reserve()  # the place of the packet's next event (arrival or delivery)
-        if self.obs is not None:
-            self.obs.link_busy(self.cid, now, end, p)
-            self.obs.credits(self.cid, now, self.credits.available())
-        if self.shared or r.head is not None:
-            self.wake(end)
+        ahead = False
         if hop == p.last:
             # the sink frees the space when the tail arrives; known now, so the credits are queued
             # now (a coarse unit's return may precede its delivery, see ``release``)
             self.release(t_tail, vc, p.wire)
             if self.eager:
-                self.ledger.deliver_ahead(p, t_tail, seq)
+                self.ledger.deliver_ahead(p, t_tail)
             else:
                 p.callback = self.ledger.deliver_cb
-                self.events.push_as(t_tail, seq, p)
+                self.events.push(t_tail, p)
         else:
             ready = (now + latency if self.cut_through else t_tail) + self.next_latency
             p.t_ready = ready
             if hop + 1 < p.ahead:
-                self.down.expect(p, ready, seq)
+                self.down.expect(p, ready)
             else:  # exclusive from here on (``ahead``): the caller sends it on at once
-                return seq
-        return -1
+                ahead = True
+        if self.obs is not None:
+            self.obs.link_busy(self.cid, now, end, p)
+            self.obs.credits(self.cid, now, self.credits.available())
+        if self.shared or r.head is not None:
+            self.wake(end)
+        return ahead
 
-    def take_ahead(self, p: Packet, seq: int) -> None:
+    def take_ahead(self, p: Packet) -> None:
         """Send ``p``, which this port just sent, on over the exclusive rest of its route at once
         (``ahead``), hop after hop: each port sends it for the time its arrival event would, at
         ``t_ready`` or when the serializer and the input's crossbar read are free, as ``kick``
         would. Stops where an earlier packet of the stream is still queued or on its way, or where
-        the credits do not fit with the returns known now: there its arrival event decides, with
-        the sequence number ``seq`` kept for it."""
+        the credits do not fit with the returns known now: there its arrival event decides. Each
+        hop taken counts as the arrival event it stands for (``EventQueue.ahead``)."""
         down = self.down
+        hops = 0
         while True:
             hop = p.hop + 1
             q = p.voqs[hop]
             if q is None:
                 q = down.route_voq(p, hop)
-            if q.head is not None or down.pending:
-                break
             port = q.port
-            start = p.t_ready
-            if port.busy_until > start + EPS_S:
-                start = port.busy_until
-            if down.xbar > start + EPS_S:
-                start = down.xbar
-            vc = port.vc_at[hop]
-            k = port.costs[p.wire][0]
-            if not (port.credits.fits(vc, k) or port._back_by(start, vc, k)):
-                break
-            down.held += 1  # it enters the buffer and starts leaving at once
-            seq = port._send(q, p, vc, k, start)
-            if seq < 0:  # delivered
-                return
-            down = port.down
-        down.expect(p, p.t_ready, seq)
+            if q.head is None and not down.pending:  # nothing of the stream before it here
+                start = p.t_ready
+                if port.busy_until > start + EPS_S:
+                    start = port.busy_until
+                if down.xbar > start + EPS_S:
+                    start = down.xbar
+                vc = port.vc_at[hop]
+                k = port.costs[p.wire][0]
+                if port.credits.fits(vc, k) or port._back_by(start, vc, k):
+                    down.held += 1  # it enters the buffer and starts leaving at once
+                    hops += 1
+                    if port._send(q, p, vc, k, start):
+                        down = port.down
+                        continue
+                    break  # delivered
+            down.expect(p, p.t_ready)  # this hop by its event
+            break
+        self.events.ahead += hops
 
     def _back_by(self, t: float, vc: int, k: int) -> bool:
         """Take in the credit updates back by ``t``; True if ``k`` credits of ``vc`` then fit."""

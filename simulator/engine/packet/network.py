@@ -401,5 +401,5 @@ class PacketNetwork:
             packet_latency_s=ledger.sample.in_delivery_order(ledger.sample.latency),
             queue_delay_s=ledger.sample.in_delivery_order(ledger.sample.queue_delay),
             packet_sample_every=ledger.sample.every,
-            switch_grants=self.switch_grants(), events=self.events.issued() - len(self.events) - self.progress_ticks,
+            switch_grants=self.switch_grants(), events=self.events.issued() - len(self.events) - self.progress_ticks + self.events.ahead,
             wall_s=wall_s)

@@ -182,11 +182,11 @@ class InputBuffer:
         else:
             self.sched.request(q, self.events.now)
 
-    def expect(self, p: Packet, t: float, seq: int) -> None:
-        """Schedule ``p``'s arrival here at ``t``, with the sequence number ``seq`` its sender kept."""
+    def expect(self, p: Packet, t: float) -> None:
+        """Schedule ``p``'s arrival here at ``t``."""
         p.callback = self.arrive_cb
         self.pending += 1
-        self.events.push_as(t, seq, p)
+        self.events.push(t, p)
 
     def leave(self, p: Packet, t_free: float) -> None:
         """``p`` (arrived on this channel, popped from its VOQ) leaves the buffer: its space frees at
