@@ -8,7 +8,11 @@ GPU -> switch -> GPU) as a sanity figure for real collectives. If ns.py is impor
 rate -> Wire with the link latency), no credits) and the ratio is printed, on wall-clock time and
 on CPU time of this process (the machine is shared: under load the CPU ratio is the steadier one);
 each chain is timed ``--repeat`` times (3) and its fastest run kept, ns.py's and ours alike.
-For comparison it also runs the chain as ``bench`` would cut it: one flow on an uncongested path,
+After its first hop every channel of the chain belongs to the one flow, so the engine sends each
+packet on over the rest without an event per hop (``simulator.engine.packet.ahead``); the
+benchmark also runs it once with every hop an event (``PacketConfig(take_ahead=False)``) and
+prints that speed and the makespan difference (0: the same run). For comparison it also runs the
+chain as ``bench`` would cut it: one flow on an uncongested path,
 so in 1 MiB trains (``simulator.runner.packet_unit.run_unit``), checks that the run
 ends when the packet-by-packet run does, and prints the 4 KiB packet-hops it stood for per second;
 that figure is not the per-packet speed. The last line is the per-packet figure CI reads:
@@ -43,12 +47,12 @@ def _chain(packets: int) -> tuple:
     return fabric, Workload("chain", (Transfer(0, "gpu0", "gpu1", packets * PACKET),))
 
 
-def chain_benchmark(packets: int) -> tuple[float, float, int, float]:
+def chain_benchmark(packets: int, take_ahead: bool = True) -> tuple[float, float, int, float]:
     """Wall seconds, CPU seconds, packet-hops and simulated makespan (s) for ``packets`` packets
-    over an 8-hop credited chain."""
+    over an 8-hop credited chain (``take_ahead=False``: every hop an event)."""
     fabric, workload = _chain(packets)
     t0, c0 = time.perf_counter(), time.process_time()
-    res = run_packet(fabric, workload, PacketConfig(packet_bytes=PACKET))
+    res = run_packet(fabric, workload, PacketConfig(packet_bytes=PACKET, take_ahead=take_ahead))
     wall, cpu = time.perf_counter() - t0, time.process_time() - c0
     assert all(res.invariants.values()), res.invariants
     return wall, cpu, packets * HOPS, res.makespan_s
@@ -137,6 +141,9 @@ def main() -> None:
               f"{ns_hops / ns_cpu:.0f} per CPU second)")
     wall, cpu, hops, makespan = best_of(repeat, lambda: chain_benchmark(args.packets))
     print(f"chain{HOPS}_packets: {args.packets}  wall_s: {wall:.2f}  cpu_s: {cpu:.2f}  (best of {repeat})")
+    e_wall, e_cpu, _, e_makespan = chain_benchmark(args.packets, take_ahead=False)
+    print(f"chain{HOPS}_every_hop_an_event: cpu_s: {e_cpu:.2f}, {hops / e_wall:.0f} packet-hops/s, makespan "
+          f"{makespan / e_makespan - 1:+.1e} relative (hops taken ahead: the same run, one event per hop)")
     t_cpu, unit, diff = chain_in_trains(args.packets, makespan)
     print(f"chain{HOPS}_in_trains: {unit} B units (bench's choice) for the {PACKET} B packets, cpu_s: {t_cpu:.3f}, makespan "
           f"{diff:+.1e} relative to packet by packet; {hops / t_cpu:.0f} packet-hops stood for per CPU "
