@@ -79,9 +79,9 @@ def counting(net: PacketNetwork, n: Counter, gaps: list[float]):
         if before is not None and before[0] == flow:
             n["same_flow"] += 1
             n["back_to_back"] += now <= before[1] + EPS_S
-        seq = send(port, r, p, vc, k, now)
+        ahead = send(port, r, p, vc, k, now)
         last[port.cid] = (flow, port.busy_until)
-        return seq
+        return ahead
 
     def counted_run(queue):
         heap = queue.heap

@@ -13,17 +13,15 @@ over hop ``i - 1`` already knows everything that decides the rest of its trip: t
 ``t_ready``; the next port sends it at ``max(t_ready, busy_until, crossbar read free)`` if its
 credits fit, and credits only ever come back, so credits that fit with the returns known now also fit
 with those still to be made. So the port sends it on at once, hop after hop, instead of scheduling
-an arrival event per hop (``InputBuffer.arrive_ahead``, ``OutputPort.take_ahead``). Where credits do
-not fit yet, or an earlier packet of the stream is still queued or on its way there by event, the
-packet falls back to its arrival event at that hop, with the event's own place in the queue
-(reserved when the hop was sent), and everything after it waits in order.
+an arrival event per hop (``OutputPort.take_ahead``). Where credits do not fit yet, or an earlier
+packet of the stream is still queued or on its way there by event (``InputBuffer.pending``), the
+packet falls back to its arrival event at that hop, and everything after it waits in order.
 
 The result is the same simulation: the same send times on every channel, the same credit counts,
-the same deliveries. Two things can differ from running every hop as an event, both of which the
-physics leaves open: the order among events at exactly the same simulated time, and the count of
-port wake-ups (each hop taken ahead still reserves its event's sequence number, so the event count
-stays that of one arrival per hop). Runs with an observer or injected faults take every hop by
-event: they are there to see each one.
+the same deliveries, to the engine's time tolerance (``EPS_S``; ``tests/test_engine_ahead.py``
+checks it against every hop by event). The run's event count includes one arrival per hop taken
+ahead (``EventQueue.ahead``), so it does not depend on this. Runs with an observer or injected
+faults take every hop by event: they are there to see each one.
 """
 
 from __future__ import annotations

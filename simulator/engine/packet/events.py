@@ -41,7 +41,6 @@ class EventQueue:
         """Schedule ``event`` at time ``t`` (s), after every event already scheduled at ``t``."""
         heappush(self.heap, (t, next(self.ids), event))
 
-
     def push_as(self, t: float, seq: int, event: Any) -> None:
         """Schedule ``event`` at ``t`` with a sequence number from ``reserve``."""
         heappush(self.heap, (t, seq, event))
