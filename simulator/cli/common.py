@@ -15,7 +15,10 @@ if TYPE_CHECKING:  # the CLI imports the model only when a command runs (fast --
 
 EngineOpt = Annotated[str, typer.Option(help="packet, flow, or auto (flow for very large runs).")]
 PacketBytesOpt = Annotated[Optional[int], typer.Option(
-    help="Packet engine transfer unit in bytes (payload per packet); default, per run: the largest packet that keeps every credit loop the run crosses exact (16 KiB for NVLS on NVL72, 8 KiB for a ring), moved in trains of them where no switch output arbitrates among inputs; the table's title says which.")]
+    help="Packet engine transfer unit in bytes (payload per packet); default, per run: the largest "
+         "packet that keeps every credit loop the run crosses exact (16 KiB for NVLS on NVL72, 8 KiB "
+         "for a ring), moved in trains of them where no switch output arbitrates among inputs; the "
+         "table's title says which.")]
 SeedOpt = Annotated[int, typer.Option(help="Seed of the run's random generator (same seed, same result).")]
 
 

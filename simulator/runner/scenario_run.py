@@ -275,7 +275,8 @@ def _item_rows(fabric: Fabric, item, scenario: ScenarioModel, packet: PacketFor,
     if isinstance(item, (CollectiveItem, CopyItem)):
         spec = SweepSpec(op=item.op, gpus=item.gpus or len(fabric.gpus), sizes=tuple(size_list(item.sizes)),
                          algo=getattr(item, "algo", "auto"), protocol=getattr(item, "protocol", "auto"),
-                         channels=getattr(item, "channels", None), engine=scenario.engine, packet_bytes=scenario.packet_bytes, seed=scenario.seed)
+                         channels=getattr(item, "channels", None), engine=scenario.engine,
+                         packet_bytes=scenario.packet_bytes, seed=scenario.seed)
         return [{"workload": item.name, "kind": item.kind, "op": item.op, "gpus": spec.gpus, **row}
                 for row in sweep(fabric, spec, observer=observer, built=built, on_plan=on_plan, on_hops=on_hops)]
     if isinstance(item, ChakraItem):
