@@ -96,9 +96,24 @@ def test_channel_rule_matches_nccl_thresholds():
     # Ring LL on 2 ranks: 512 threads x 8 B x 2 = 8 KiB per channel
     assert side.channels_for_size(24, "all_reduce", "ring", "LL", 64 * 1024, 2) == 8
     assert side.channels_for_size(24, "all_reduce", "ring", "LL", 8 * 1024, 2) == 1
-    # Simple: 512 threads x 64 B = 32 KiB per channel; all_gather counts the per-rank buffer
+    # Simple: 512 threads x 64 B = 32 KiB per channel; all_gather and reduce_scatter count the whole
+    # array (NCCL's nBytes = per-rank count x nRanks, src/include/info.h ncclInfoSetDerived)
     assert side.channels_for_size(24, "all_reduce", "ring", "Simple", 256 * 1024, 2) == 8
-    assert side.channels_for_size(24, "all_gather", "ring", "Simple", 512 * 1024, 2) == 8
+    assert side.channels_for_size(24, "all_gather", "ring", "Simple", 256 * 1024, 2) == 8
+    assert side.channels_for_size(24, "reduce_scatter", "ring", "Simple", 256 * 1024, 8) == 8
+    # the p2p ops count one rank's share
+    assert side.channels_for_size(32, "alltoall", "direct", "Simple", 512 * 1024, 2) == 8
+
+
+def test_nvls_keeps_its_channels_at_every_size():
+    """NCCL sets NVLS's channel count to nvlsChannels whatever the size (src/enqueue.cc: "NVLS
+    should not need more than 16 channels to get peak BW"): no thread-threshold drop."""
+    side = GpuSide(load_gpu_side().architecture("blackwell"), load_gpu_side().library)
+    nvls = side.default_channels("all_gather", "nvls")
+    assert nvls == 24
+    for nbytes in (8, 64 * 1024, 2**20, 2**30):
+        assert side.channels_for_size(nvls, "all_gather", "nvls", "Simple", nbytes, 72) == nvls
+    assert side.channels_for_size(24, "all_gather", "ring", "Simple", 64 * 1024, 72) == 2
 
 
 def test_slot_loop_is_buffer_over_round_trip():

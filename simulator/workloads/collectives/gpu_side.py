@@ -21,8 +21,9 @@ Latency: kernel launch (``launch_s``) plus NCCL's in-kernel base latency once pe
 step NCCL's hardware latency of the protocol plus one flag handoff (``flag_s``) plus the route.
 
 Channel count per call follows NCCL's rule (``src/enqueue.cc``): start from the default (24 on
-Hopper, 16 NVLS channels, 32 for p2p) and drop channels while the message is below
-``channels x threads x threshold`` bytes, so small messages use few CTAs.
+Hopper, 16 NVLS channels, 32 for p2p); ring and tree drop channels while the message is below
+``channels x threads x threshold`` bytes, so small messages use few CTAs; NVLS keeps all its
+channels at every size.
 
 Fabrics built by hand (no GPU architecture on their nodes) have no GPU side: no rate limit, no
 launch or flag latency, as the closed-form tests expect.
@@ -82,18 +83,22 @@ class GpuSide:
         return self.arch.coll_channels
 
     def channels_for_size(self, channels: int, op: str, algo: str, protocol: str, nbytes: int, n: int) -> int:
-        """Channels NCCL keeps for a call of ``nbytes`` (nccl-tests size S): it drops one while
-        the bytes per call are below channels x threads x threshold (Ring LL: threshold x ranks).
-        ``nbytes`` per call is S for all_reduce/broadcast and S/n for all_gather/reduce_scatter/
-        alltoall (NCCL counts the per-rank buffer)."""
+        """Channels NCCL keeps for a call of ``nbytes`` (nccl-tests size S), following
+        ``src/enqueue.cc`` (the channel tuning after the algorithm choice): NVLS keeps its NVLS
+        channels at every size ("NVLS should not need more than 16 channels to get peak BW":
+        ``nc = comm->nvlsChannels``, no threshold); ring and tree drop one channel while the call's
+        bytes are below channels x threads x threshold (Ring LL: threshold x ranks). A call's bytes
+        are NCCL's ``nBytes``: the whole array S for all_gather and reduce_scatter, whose count is
+        per rank (``src/include/info.h``, ``ncclInfoSetDerived``: ``nBytes *= nRanks``), as for
+        all_reduce and broadcast; the p2p ops (alltoall, gather, scatter) count one rank's share."""
         lib = self.library
         threads = lib.max_threads.get(protocol)
         threshold = lib.thread_threshold_B.get(protocol)
-        if self.arch is None or threads is None or threshold is None:
+        if self.arch is None or threads is None or threshold is None or algo == "nvls":
             return channels
         if algo == "ring" and protocol == "LL":
             threshold *= n
-        per_call = nbytes / n if op in WHOLE_ARRAY_OPS else nbytes
+        per_call = nbytes / n if op in WHOLE_ARRAY_OPS and op in P2P_OPS else nbytes
         nc = channels
         while nc > 1 and per_call < nc * threads * threshold:
             nc -= 1
