@@ -230,6 +230,22 @@ def test_nvls_at_large_rank_counts_is_paced_by_its_staging_copies(nbytes):
     assert bw["busbw_GBps"] == pytest.approx(closed, rel=0.02)
 
 
+@pytest.mark.parametrize("op,work", [("all_reduce", lambda n: 1.0), ("all_gather", lambda n: (1 + 1 / n) / 2),
+                                     ("reduce_scatter", lambda n: (1 + 1 / n) / 2)])
+def test_nvls_stages_what_each_copy_moves(op, work):
+    """A rank copies in what it reduces and out what it receives (all_gather: S/n in, S out;
+    reduce_scatter: S in, S/n out), its copy warps sharing the CTA's memory rate: one staging
+    transfer per GPU of (in + out) / 2 x S at channels x the staging rate."""
+    f = build_fabric("topologies/gb200_nvl72.yaml")
+    n, S = 72, 8 * GIB
+    w = build_collective(f, f.gpus[:n], op, S, "nvls", "Simple")
+    staging = [t for t in w.transfers if t.src == t.dst]
+    assert len(staging) == n
+    side = load_gpu_side().architecture("blackwell")
+    rate = side.nvls_channels * side.channel_Bps("nvls_staging", load_gpu_side().library)
+    assert all(t.bytes == round(S * work(n)) and t.rate_Bps == pytest.approx(rate) for t in staging)
+
+
 def test_nvls_on_few_gpus_stays_link_bound(h200):
     """4 Hopper GPUs: the staging copies (16 channels x 15.3 GB/s) outrun the links, so NVLS sits at
     its link bound 2(n-1)/(n+1) x the per-GPU payload rate both ways loaded x NVLS efficiency."""

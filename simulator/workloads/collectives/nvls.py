@@ -14,11 +14,12 @@ The GPU side: without user-buffer registration (nccl-tests' default) NCCL stages
 NVLS buffers: each NVLS channel's CTA has scatter warps copying the user input into the buffer and
 gather warps copying the result out, concurrently with the reduce warps' multimem loads and stores.
 Each rank therefore copies S in (all_reduce, reduce_scatter; S/n for all_gather) and S out
-(all_reduce, all_gather; S/n for reduce_scatter) with its NVLS channels' copy warps: one local
-transfer per GPU paced at ``nvls channels x per-CTA staging rate`` (the measured copy CTA scaled by
-the staging copies' memory work, ``copy_work`` in parts/gpu_side.yaml), running beside the link
-transfers. At large rank counts this, not the links, sets NVLS's pace:
-busbw -> 2(n-1)/n x channels x staging rate.
+(all_reduce, all_gather; S/n for reduce_scatter) with its NVLS channels' copy warps, which share
+the CTA's memory rate: one local transfer per GPU of (in + out) / 2 bytes per byte of S, paced at
+``nvls channels x per-CTA staging rate`` (the measured copy CTA scaled by the work of a copy in and
+a copy out, ``copy_work`` in parts/gpu_side.yaml), running beside the link transfers. At large rank
+counts this, not the links, sets all_reduce's pace: busbw -> 2(n-1)/n x channels x staging rate;
+all_gather and reduce_scatter stage half as much and stay link-bound.
 """
 
 from __future__ import annotations
@@ -118,6 +119,14 @@ def build(spec: CollectiveSpec, dag: DagBuilder) -> None:
 def _staging(dag: DagBuilder, spec: CollectiveSpec, base: float, reduce: bool, multicast: bool) -> None:
     """Each GPU's copies into and out of the NVLS buffer, by its NVLS channels' copy warps.
 
+    A rank copies in what it reduces (all_reduce, reduce_scatter: S; all_gather: its S/n) and
+    copies out what it receives (all_reduce, all_gather: S; reduce_scatter: its S/n). NCCL gives
+    each copy its own warps of the channel's CTA (``src/device/all_reduce.h``: scatter 8, gather 7;
+    ``all_gather.h``: gather 16, bcast 4; ``reduce_scatter.h``: scatter 8), and they share the CTA's
+    memory rate: ``nvls_staging`` (parts/gpu_side.yaml) is the work of a copy in and a copy out
+    per byte, so a call stages ``(in + out) / 2 x S`` at that rate: S for all_reduce, S(1 + 1/n)/2
+    for all_gather and reduce_scatter.
+
     NCCL moves NVLS data in loops: per channel, one loop stages one chunk (``nvls_chunk_B``: at
     most ``NCCL_NVLS_CHUNKSIZE``, less for smaller calls) for each head's shard; the
     multimem reduce of a loop needs every rank's copy-in of that loop, and its copy-out follows the multicast. Copy-in of loop l+1
@@ -128,13 +137,13 @@ def _staging(dag: DagBuilder, spec: CollectiveSpec, base: float, reduce: bool, m
     if side is None or side.arch is None:
         return
     n, S = spec.n, spec.nbytes
-    stream = max(S if reduce else S / n, S if multicast else S / n)  # copy-in and copy-out overlap
-    per_channel = side.channel_Bps("nvls_staging")  # a copy in and a copy out, whatever the op
+    work = ((1.0 if reduce else 1.0 / n) + (1.0 if multicast else 1.0 / n)) / 2  # bytes staged per byte of S
+    per_channel = side.channel_Bps("nvls_staging")  # a copy in and a copy out, per second
     h = heads(spec)
-    loop = min(h * nvls_chunk_B(side.library.nvls_chunk_B, S, spec.channels, h), stream / spec.channels)
-    fill = loop / per_channel
+    loop = min(h * nvls_chunk_B(side.library.nvls_chunk_B, S, spec.channels, h), S / spec.channels)
+    fill = loop * work / per_channel
     for g in spec.gpus:
-        dag.add(g, g, int(round(stream)), (), base + fill, None, "nvls.staging", spec.channels * per_channel)
+        dag.add(g, g, int(round(S * work)), (), base + fill, None, "nvls.staging", spec.channels * per_channel)
 
 
 def nvls_chunk_B(max_chunk: int, nbytes: float, channels: int, heads: int) -> int:
