@@ -139,11 +139,10 @@ class _RouteTable:
         it crosses (1), the reverse direction of each link it crosses (``reverse_overhead``:
         responses and credits) and its rate limit, if any (1)."""
         n_real = len(fabric.channels)
-        overhead = np.array([c.reverse_overhead for c in fabric.channels] + [0.0])
-        reverse = np.array(fabric.reverse_ids() + [-1], dtype=np.int64)
+        reverse, overhead = fabric.response_uses()
         ch = self.channels
         real = np.where(ch < n_real, ch, n_real)  # limit channels look up the dummy last entry
-        extra = (overhead[real] > 0) & (reverse[real] >= 0)
+        extra = overhead[real] > 0
         per_entry = 1 + extra.astype(np.int64)
         first = np.cumsum(per_entry) - per_entry  # where each entry's forward use goes
         total = int(per_entry.sum())

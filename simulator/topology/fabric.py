@@ -16,6 +16,8 @@ from operator import attrgetter
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Iterable, Literal, Mapping
 
+import numpy as np
+
 if TYPE_CHECKING:  # networkx is imported when the graph is first used
     import networkx as nx
 
@@ -226,6 +228,21 @@ class Fabric:
             ids = [ends.get((c.link, c.dst, c.src), -1) for c in self.channels]
             self.route_cache[key] = ids
         return ids
+
+    def response_uses(self) -> tuple[np.ndarray, np.ndarray]:
+        """Where each channel's payload costs capacity besides itself: (channel id -> the reverse
+        channel its responses and credits take, -1 if none; channel id -> its ``reverse_overhead``
+        there, 0 where there is none), as arrays with a last dummy entry (-1, 0) for rate-limit
+        slots. One byte sent on channel c uses ``overhead[c]`` of ``reverse[c]``: the flow engine's
+        capacities and the tuner's channel loads both read it here; computed once."""
+        key = ("fabric.response_uses",)
+        uses = self.route_cache.get(key)
+        if uses is None:
+            reverse = np.array(self.reverse_ids() + [-1], dtype=np.int64)
+            overhead = np.array([c.reverse_overhead for c in self.channels] + [0.0])
+            overhead[reverse < 0] = 0.0
+            uses = self.route_cache[key] = (reverse, overhead)
+        return uses
 
     @property
     def n_links(self) -> int:

@@ -2,7 +2,8 @@
 
 Like NCCL's tuner, but the model is read off the steady-state workload itself instead of
 per-algorithm formulas: transfers are grouped into phases (their depth in the DAG); a phase's
-bandwidth time is its most loaded channel (bytes / rate_Bps, alpha-beta "beta") or its slowest
+bandwidth time is its most loaded channel (bytes / rate_Bps, alpha-beta "beta"; a link's
+responses load its other direction, as in the engines) or its slowest
 rate-limited transfer (bytes / ``Transfer.rate_Bps``: a CTA's pace), its latency the
 largest delay + route latency ("alpha"); phases add along the DAG's critical path. Protocol
 constants come from the protocol parts, bandwidths and latencies from the fabric.
@@ -106,7 +107,9 @@ def estimate(fabric: Fabric, workload: Workload) -> Estimate:
 
 @dataclass(frozen=True, slots=True)
 class _Spread:
-    """Channels a transfer crosses, the share of its bytes on each, its route latency (s)."""
+    """Channels a transfer loads, the share of its bytes on each, its route latency (s): the
+    channels it crosses, and the other direction of each link it crosses, which carries the
+    responses (``Fabric.response_uses``, as the flow engine charges them)."""
 
     channels: np.ndarray
     share: np.ndarray
@@ -127,6 +130,11 @@ def _spread(fabric: Fabric, src: str, dst: str, paths) -> _Spread:
     shares = route_shares(fabric, routes)
     channels = np.array([c for r in routes for c in r], dtype=np.int64)
     per_channel = np.repeat(shares, [len(r) for r in routes]) if len(channels) else np.zeros(0)
+    reverse, overhead = fabric.response_uses()  # responses load each link's other direction
+    crossed = channels
+    answered = overhead[crossed] > 0
+    channels = np.concatenate((crossed, reverse[crossed[answered]]))
+    per_channel = np.concatenate((per_channel, per_channel[answered] * overhead[crossed[answered]]))
     spread = fabric.route_cache[key] = _Spread(channels, per_channel,
                                                max((route_latency_s(fabric, r) for r in routes), default=0.0))
     return spread
