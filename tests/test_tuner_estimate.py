@@ -165,9 +165,10 @@ def _unmerged(workload):
 def test_estimate_charges_responses_as_the_engines_do(topology, n, op, protocol):
     """A ring all_gather loads both ways of its NVLinks; each direction also carries the other's
     responses (``reverse_overhead``). The estimate charges them to the reverse channel as the flow
-    engine does, so on a link-bound ring the two agree; without them the estimate is ~6% short
-    and ``auto`` picked rings that lose to NVLS in the run (NVL72 all_gather at 512 MiB). A 2-GPU
-    broadcast loads one way: its responses take an idle direction and cost nothing."""
+    engine does, so on a link-bound ring the two agree; without them the estimate fell short (NVL72
+    ring LL128 all_gather at 512 MiB: 976 us against its run's 1061) and ``auto`` picked it over a
+    faster NVLS. A 2-GPU broadcast loads one way: its responses take an idle direction and cost
+    nothing."""
     from simulator.engine.dispatch import simulate
 
     fabric = build_fabric(TOPOLOGIES / f"{topology}.yaml")
