@@ -37,7 +37,7 @@ def _work(fabric, op, gpus, size, **kw):
 def test_nvls_routes_end_at_the_switch_and_ring_routes_go_through_it(nvl72):
     nvls = route_use(nvl72, [_work(nvl72, "all_reduce", 72, GiB)])
     assert nvls and not any(nvls.values())  # every route is one hop: GPU -> switch or switch -> GPU
-    ring = route_use(nvl72, [_work(nvl72, "all_gather", 72, GiB)])
+    ring = route_use(nvl72, [_work(nvl72, "all_gather", 72, GiB, algo="ring")])
     into_switch = [cid for cid in ring if nvl72.nodes[nvl72.channels[cid].dst].kind == "switch"]
     assert into_switch and all(ring[cid] for cid in into_switch)
     assert not any(ring[cid] for cid in ring if cid not in into_switch)
@@ -160,8 +160,9 @@ def test_a_cta_hands_over_the_fine_runs_bursts_in_whole_trains():
 
 def test_ring_collectives_on_one_switch_level_run_in_trains(nvl72):
     """A ring's routes through an NVSwitch never meet at an output (each GPU's ring successor is fed
-    by one predecessor): trains, although every transfer is paced by its CTA."""
-    work = _work(nvl72, "all_gather", 72, GiB)
+    by one predecessor): trains, although every transfer is paced by its CTA. (The ring and its
+    LL128 protocol are pinned: auto's choice between near-equal candidates is not what this checks.)"""
+    work = _work(nvl72, "all_gather", 72, GiB, algo="ring", protocol="LL128")
     assert all(t.rate_Bps for t in work.transfers if t.bytes)
     unit = run_unit(nvl72, [work])
     assert unit.trains and unit.fine_bytes == 8192 and unit.bytes == 65536

@@ -153,11 +153,11 @@ class PacketNetwork:
                               sched=self.schedulers.get(ch.dst), events=self.events, obs=self.obs)
             self.inbufs.append(buf)
             self.ports[ch.id].down = buf
-        reverse = fabric.reverse_ids()
+        reverse, overhead = fabric.response_uses()
         for ch, port in zip(fabric.channels, self.ports):
-            if ch.reverse_overhead and reverse[ch.id] >= 0:
-                port.reverse = self.ports[reverse[ch.id]]
-                port.response_spb = ch.reverse_overhead * port.reverse.spb
+            if overhead[ch.id] > 0:
+                port.reverse = self.ports[int(reverse[ch.id])]
+                port.response_spb = float(overhead[ch.id]) * port.reverse.spb
         self.solo = self._exclusive(setups) if self.eager and cfg.take_ahead else set()
         """Channels one stream of packets owns (``ahead``): hops onto them are taken ahead."""
         self.suffix: dict[tuple[int, ...], int] = {}
