@@ -86,12 +86,12 @@ def register(app: typer.Typer) -> None:
 
             out = report_console()
             out.print(fit(_table(rows, threshold), out.width))
-            worst = max(rows, key=lambda r: abs(r["error_pct"]))
-            out.print(f"{len(rows) - len(failed)} of {len(rows)} within {threshold:g}%; worst: "
-                            f"{worst['name']} ({worst['error_pct']:+.1f}%).")
-            for r in failed:
+            for r in failed:  # why each failing entry disagrees, then the verdict as the last line
                 out.print(f"{r['name']} ({r['error_pct']:+.1f}%): "
                           + (r["known_gap"] or "no known reason; please report it with your setup."))
+            worst = max(rows, key=lambda r: abs(r["error_pct"]))
+            out.print(f"{len(rows) - len(failed)} of {len(rows)} within {threshold:g}%; worst: "
+                      f"{worst['name']} ({worst['error_pct']:+.1f}%).")
         if plot:
             from simulator.reports.plots.validation import validation_plot
 
