@@ -18,7 +18,7 @@ DeviceKind = Literal["gpu", "switch", "nic", "pcie_switch", "host"]
 
 
 class GpuSpec(Part):
-    """What a GPU brings besides ports: memory and compute (for attention rooflines)."""
+    """What a GPU brings besides ports: memory, compute and power (for the kernel model, ``hardware.kernels``)."""
 
     hbm_bytes: Bytes = Field(gt=0)
     """HBM capacity (B, decimal GB as marketed)."""
@@ -29,6 +29,8 @@ class GpuSpec(Part):
     fp8_flops: float | None = Field(None, gt=0)
     """Dense FP8 tensor throughput (FLOP/s); None where the GPU has no FP8 tensor cores."""
     sms: int = Field(gt=0)
+    board_power_W: Watts = Field(gt=0)
+    """Board power cap (thermal design power, W): the most the GPU draws; the clock drops to stay under it."""
     architecture: Literal["ampere", "hopper", "blackwell"]
     """GPU architecture: selects the GPU-side collective constants (parts/gpu_side.yaml)."""
     nvlink: str | None

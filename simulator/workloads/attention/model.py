@@ -51,7 +51,10 @@ class ModelShape:
     tp: int = 1
     dtype: str = "bf16"
     ffn_hidden: int = 0
-    """MLP inner width (gated MLP: 3 matrices); 0 leaves the MLP out."""
+    """MLP inner width (gated MLP: 3 matrices); 0 only where a model has no MLP (scenario files
+    must give it: a missing one is an error, never a silently dropped MLP)."""
+    vocab: int = 0
+    """Vocabulary size: the embedding and the LM head (vocab x hidden, split over tp); 0 leaves both out."""
 
     @property
     def dtype_bytes(self) -> int:
