@@ -43,6 +43,8 @@ SECTIONS: dict[str, type[Part]] = {"serdes": SerDesLane, "links": LinkGeneration
                                    "devices": DevicePart, "cables": CablePart, "retimers": RetimerPart}
 """Section name -> part model; the load order resolves references (links name lanes)."""
 _LANE_REFS = ("links", "pcie")
+OTHER_SECTIONS = ("kernels", "calibration")
+"""Sections of a parts file read by ``hardware.kernels`` (kernel constants, calibration record)."""
 
 
 def _choices(names: Mapping[str, Any]) -> str:
@@ -121,9 +123,12 @@ class _Loader:
             raise doc.error([], "a parts file is a mapping of sections "
                             f"({', '.join(SECTIONS)}) to named parts")
         for section, entries in doc.data.items():
+            if section in OTHER_SECTIONS:
+                continue
             if section not in SECTIONS:
                 if strict:
-                    raise doc.error([section], f"unknown section; expected one of {', '.join(SECTIONS)}")
+                    raise doc.error([section], "unknown section; expected one of "
+                                    f"{', '.join((*SECTIONS, *OTHER_SECTIONS))}")
                 continue
             if not isinstance(entries, dict):
                 raise doc.error([section], "expected a mapping of part names to parts")

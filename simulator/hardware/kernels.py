@@ -55,6 +55,9 @@ LaunchMode = Literal["graph", "eager"]
 LAUNCH_MODES = ("graph", "eager")
 CALIBRATION_SECTIONS = ("calibration", "kernels")
 """Top-level sections a calibration file may hold (``calibration``: who measured what, where)."""
+SPLIT_K_MIN = 256
+"""Shortest K slice of a split-K GEMM CTA (assumption: below a few 64-deep k-blocks per CTA the
+fp32 partial sums cost more than the parallelism brings)."""
 FLASH_MAX_SPLITS = 128
 """FlashAttention-2 flash_api.cpp: num_splits_heuristic(..., 128): at most 128 KV splits."""
 FLASH_SPLIT_BLOCK_M = 64
@@ -329,21 +332,26 @@ class GpuKernels:
     def gemm(self, name: str, m: int, n: int, k: int, dtype: str = "bf16", group: str = "gemm") -> KernelCost:
         """``[m, k] x [k, n]`` with 2-byte (or FP8 1-byte) operands.
 
-        Tensor time: ceil(tiles / SMs) waves, each a tile's FLOPs at the per-SM rate; never faster
-        than the power-capped sustained rate. Memory time: both operands and the output through HBM
-        at the rate of max(tiles, SMs) CTAs (assumption: cuBLAS splits K when there are fewer tiles
-        than SMs, as its heuristics do for skinny GEMMs). The longer wins."""
+        Tiles of ``gemm_tile_m x gemm_tile_n`` outputs, one CTA each; a skinny GEMM (fewer rows than
+        a tile, as at decode) with fewer tiles than SMs splits K over up to SMs / tiles CTAs per
+        tile, each a slice of at least ``SPLIT_K_MIN`` (assumption: cuBLAS's split-K for skinny
+        GEMMs, whose partial sums add in fp32 through HBM; the datasheet's 1024^3 at half a wave
+        shows no split for square shapes). Tensor time: ceil(CTAs / SMs) waves, each one CTA's FLOPs at the per-SM
+        rate, never faster than the power-capped sustained rate. Memory time: operands, output and
+        partial sums through HBM at the rate the CTAs draw. The longer wins."""
         a, s = self.arch, 1 if dtype == "fp8" else 2
-        tm, tn = a.gemm_tile_m, a.gemm_tile_n
+        tm, tn, sms = a.gemm_tile_m, a.gemm_tile_n, self.spec.sms
         tiles = math.ceil(m / tm) * math.ceil(n / tn)
-        waves = math.ceil(tiles / self.spec.sms)
+        split = max(1, min(sms // tiles, k // SPLIT_K_MIN)) if tiles < sms and m < tm else 1
+        ctas = tiles * split
+        waves = math.ceil(ctas / sms)
         peak = self.peak_flops(dtype)
         flops = 2.0 * m * n * k
-        t_tiles = waves * 2.0 * tm * tn * k / (peak * a.tensor_efficiency / self.spec.sms)
+        t_tiles = waves * 2.0 * tm * tn * math.ceil(k / split) / (peak * a.tensor_efficiency / sms)
         t_power = flops / (peak * a.tensor_sustained_efficiency)
         t_tensor = max(t_tiles, t_power)
-        nbytes = float((m * k + k * n) * s + m * n * 2)
-        ctas = max(tiles, self.spec.sms)
+        partial = 2.0 * 4 * m * n * split if split > 1 else 0.0
+        nbytes = float((m * k + k * n) * s + m * n * 2) + partial
         t_mem = nbytes / self.hbm_Bps(ctas, "gemm")
         fixed = self.kernel_s
         work = max(t_tensor, t_mem)
@@ -353,9 +361,9 @@ class GpuKernels:
             bound = "power cap" if t_power >= t_tiles else "tensor cores"
         else:
             bound = self._memory_bound(ctas, "gemm")
-        return KernelCost(name, fixed + work, 1, bound, fixed, flops, nbytes, tiles,
-                          min(1.0, tiles / self.spec.sms), "tensor" if t_tensor >= t_mem else "memory", group,
-                          f"{m}x{n}x{k}, {tiles} tiles, {waves} wave(s)")
+        detail = f"{m}x{n}x{k}, {tiles} tiles" + (f" x {split} K-splits" if split > 1 else "") + f", {waves} wave(s)"
+        return KernelCost(name, fixed + work, 1, bound, fixed, flops, nbytes, ctas, min(1.0, ctas / sms),
+                          "tensor" if t_tensor >= t_mem else "memory", group, detail)
 
     # ---- attention ------------------------------------------------------------------------------
     @functools.lru_cache(maxsize=65536)

@@ -54,8 +54,10 @@ class EnergyReport:
 
     @property
     def pJ_per_byte(self) -> float:
-        """Energy per payload byte delivered end to end (pJ/B); inf when nothing was delivered."""
-        return self.total_J / self.bytes_delivered / PJ if self.bytes_delivered else float("inf")
+        """Transport energy per payload byte delivered end to end (pJ/B): the dynamic, per-byte
+        energy only (SerDes, cables, switch ports moving bits); static power is reported apart
+        (``static_J``), as it is drawn whether or not these bytes move. inf when nothing moved."""
+        return self.total_dynamic_J / self.bytes_delivered / PJ if self.bytes_delivered else float("inf")
 
     def as_dict(self) -> dict:
         return {
@@ -65,7 +67,7 @@ class EnergyReport:
             "dynamic_J": dict(self.dynamic_J),
             "total_J": self.total_J,
             "average_power_W": self.average_power_W,
-            "pJ_per_byte": self.pJ_per_byte if self.bytes_delivered else None,
+            "transport_pJ_per_byte": self.pJ_per_byte if self.bytes_delivered else None,
         }
 
 

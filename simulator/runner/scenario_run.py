@@ -26,6 +26,7 @@ from simulator.errors import InputError
 from simulator.hardware.catalog import load_catalog
 from simulator.metrics.bottleneck import busiest_link
 from simulator.metrics.energy import EnergyReport, energy_report
+from simulator.metrics.gpu_energy import gpu_energy
 from simulator.runner.estimate import SweepPlan
 from simulator.runner.packet_unit import packet_config
 from simulator.runner.sweeps import SweepSpec, select_gpus, size_list, sweep, sweep_engine
@@ -36,6 +37,7 @@ from simulator.topology.fabric import Fabric
 from simulator.topology.routing import equal_cost_routes
 from simulator.units import GB
 from simulator.workloads.attention import decode_step, kv_transfer, prefill, ring_attention
+from simulator.hardware.kernels import GpuKernels, kernel_model
 from simulator.workloads.attention.model import AttentionRun, GpuRoofline
 from simulator.workloads.scenario import (ChakraItem, CollectiveItem, CopyItem, DecodeItem, PrefillItem,
                                           RingAttentionItem, ScenarioModel, check_on_fabrics)
@@ -88,12 +90,17 @@ def inventory(fabric: Fabric) -> dict[str, int]:
     return counts
 
 
-def gpu_roofline(fabric: Fabric, gpu: str) -> GpuRoofline:
-    """The roofline of a fabric's GPU from its catalog part."""
-    part = load_catalog().device(fabric.nodes[gpu].part)
-    if part.gpu is None:
-        raise InputError(f"part {part.name!r} of {gpu} has no GPU figures for the roofline")
-    return GpuRoofline.of(part.gpu, part.name)
+def gpu_kernels(fabric: Fabric, gpu: str, launch: str = "graph") -> GpuKernels:
+    """The kernel model of a fabric's GPU: its part from the fabric's catalog, the kernel constants
+    of its architecture with the fabric's calibration files applied, in ``launch`` mode."""
+    name = fabric.nodes[gpu].part
+    spec = fabric.gpu_specs.get(name)
+    if spec is None:
+        part = load_catalog().device(name)
+        if part.gpu is None:
+            raise InputError(f"part {part.name!r} of {gpu} has no GPU figures for the kernel model")
+        spec = part.gpu
+    return kernel_model(name, spec, launch, fabric.kernel_files)  # type: ignore[arg-type]
 
 
 def _hops(fabric: Fabric, src: str, dst: str) -> int:
@@ -116,27 +123,32 @@ def pick_peer(fabric: Fabric, src_rank: int, dst: int | str) -> tuple[str, str]:
     return src, min(others, key=key)
 
 
-def _attention_run(fabric: Fabric, item) -> AttentionRun:
+def _attention_run(fabric: Fabric, item, launch: str) -> AttentionRun:
     if isinstance(item, DecodeItem):
         gpus = select_gpus(fabric, item.tp)
-        return decode_step(fabric, gpus, gpu_roofline(fabric, gpus[0]), item.shape(item.tp), item.flash_decoding)
+        return decode_step(fabric, gpus, gpu_kernels(fabric, gpus[0], launch), item.shape(item.tp),
+                           item.flash_decoding)
     if isinstance(item, PrefillItem):
         gpus = select_gpus(fabric, item.tp)
-        return prefill(fabric, gpus, gpu_roofline(fabric, gpus[0]), item.shape(item.tp))
+        return prefill(fabric, gpus, gpu_kernels(fabric, gpus[0], launch), item.shape(item.tp))
     if isinstance(item, RingAttentionItem):
         gpus = select_gpus(fabric, item.gpus)
-        return ring_attention(fabric, gpus, gpu_roofline(fabric, gpus[0]), item.shape(1), item.layers)
+        spec = gpu_kernels(fabric, gpus[0], launch).spec
+        return ring_attention(fabric, gpus, GpuRoofline.of(spec, fabric.nodes[gpus[0]].part), item.shape(1),
+                              item.layers)
     src, dst = pick_peer(fabric, item.src, item.dst)
     return kv_transfer(fabric, src, dst, item.shape(1), item.block_tokens)
 
 
 _FIGURES = ("bottleneck", "attention_bound", "sm_occupancy", "sm_occupancy_flash_attention",
             "sm_occupancy_flash_decoding", "allreduce_algo", "allreduce_protocol", "link_kinds",
-            "overlapped", "blocks_per_layer", "block_bytes")
+            "overlapped", "blocks_per_layer", "block_bytes", "step_bound", "attention_ctas", "attention_kernel",
+            "kernels_per_layer", "kernels_per_step", "launch", "kernel_sequence", "allreduces_per_step")
+_PER_LAYER_US = ("attention_per_layer_s", "gemm_per_layer_s", "other_per_layer_s", "layer_compute_s")
 
 
 def _compute_on_critical_path_s(item, run: AttentionRun) -> float:
-    """Kernel time every GPU must spend whatever the network does (the analytic roofline sum)."""
+    """Kernel time every GPU must spend whatever the network does (the kernel model's sum)."""
     if isinstance(item, RingAttentionItem):
         layers = item.layers or item.model.layers
         return layers * item.gpus * float(run.figures["step_compute_s"])
@@ -144,9 +156,11 @@ def _compute_on_critical_path_s(item, run: AttentionRun) -> float:
 
 
 def attention_row(fabric: Fabric, item, engine: str, packet: PacketFor,
-                  observer: EngineObserver | None = None) -> dict:
-    """Simulate one attention item; time split into compute and exposed communication."""
-    run = _attention_run(fabric, item)
+                  observer: EngineObserver | None = None, launch: str = "graph") -> dict:
+    """Simulate one attention item; time split into compute and exposed communication. Decode and
+    prefill rows add the per-layer kernel breakdown, tokens per second and energy per token (GPU
+    boards by power state, transport energy per byte moved, static fabric power, each apart)."""
+    run = _attention_run(fabric, item, launch)
     result = simulate(fabric, run.workload, engine=engine, packet=packet((run.workload,)), observer=observer)
     energy = energy_report(fabric, result)
     compute_s = _compute_on_critical_path_s(item, run)
@@ -154,7 +168,8 @@ def attention_row(fabric: Fabric, item, engine: str, packet: PacketFor,
            "time_us": result.makespan_s * US, "compute_us": compute_s * US,
            "communication_us": max(0.0, result.makespan_s - compute_s) * US, "engine": result.engine,
            "energy_J": energy.total_J, "avg_power_W": energy.average_power_W,
-           "pJ_per_byte": energy.pJ_per_byte if result.bytes_delivered else None,
+           "transport_pJ_per_byte": energy.pJ_per_byte if result.bytes_delivered else None,
+           "static_J": energy.total_static_J, "transport_J": energy.total_dynamic_J,
            "dynamic_J": dict(energy.dynamic_J), "busiest_link": busiest_link(fabric, result)}
     if item.kind == "kv_transfer":
         row["algbw_GBps"] = row["bytes"] / result.makespan_s / GB if result.makespan_s else 0.0
@@ -162,8 +177,33 @@ def attention_row(fabric: Fabric, item, engine: str, packet: PacketFor,
     if item.kind in ("decode", "prefill"):
         comm = row["communication_us"]
         row["bottleneck"] = "communication" if comm > row["compute_us"] else run.figures["bottleneck"]
+        row.update(_token_figures(fabric, item, run, result.makespan_s, energy.total_J, launch))
     row.update({k: _plain(run.figures[k]) for k in _FIGURES if k in run.figures and k not in row})
     return row
+
+
+def _token_figures(fabric: Fabric, item, run: AttentionRun, makespan_s: float, fabric_J: float,
+                   launch: str) -> dict:
+    """Per-layer kernel times (us), tokens per second, GPU energy and J per token of a step."""
+    f = run.figures
+    gpus = select_gpus(fabric, item.tp)
+    gk = gpu_kernels(fabric, gpus[0], launch)
+    board = gpu_energy(f["power_state_s"], gk.power_W, len(gpus), makespan_s)
+    tokens = item.batch if item.kind == "decode" else item.batch * item.context
+    total_J = board.total_J + fabric_J
+    out = {k.replace("_s", "_us"): f[k] * US for k in _PER_LAYER_US}
+    out.update({"tokens": tokens, "tokens_per_s": tokens / makespan_s if makespan_s else 0.0,
+                "gpu_J": board.total_J, "gpu_J_by_state": board.by_state_J, "energy_J": total_J,
+                "J_per_token": total_J / tokens if tokens else None,
+                "avg_power_W": total_J / makespan_s if makespan_s else 0.0,
+                "bound_us": {k: v * US for k, v in f["bound_s"].items() if v > 0},
+                "kernels": f["kernels"]})
+    out["tokens_per_s_per_kW"] = out["tokens_per_s"] / (out["avg_power_W"] / 1e3) if out["avg_power_W"] else 0.0
+    if item.kind == "decode":
+        out["token_latency_us"] = makespan_s * US
+    else:
+        out["time_to_first_token_us"] = makespan_s * US
+    return out
 
 
 def _plain(value):
@@ -280,19 +320,19 @@ def _item_rows(fabric: Fabric, item, scenario: ScenarioModel, packet: PacketFor,
         return [{"workload": item.name, "kind": item.kind, "op": item.op, "gpus": spec.gpus, **row}
                 for row in sweep(fabric, spec, observer=observer, built=built, on_plan=on_plan, on_hops=on_hops)]
     if isinstance(item, ChakraItem):
-        return [chakra_row(fabric, item, scenario.engine, packet, observer)]
-    return [attention_row(fabric, item, scenario.engine, packet, observer)]
+        return [chakra_row(fabric, item, scenario.engine, packet, observer, getattr(scenario, "launch", "graph"))]
+    return [attention_row(fabric, item, scenario.engine, packet, observer, getattr(scenario, "launch", "graph"))]
 
 
 def chakra_row(fabric: Fabric, item: ChakraItem, engine: str, packet: PacketFor,
-               observer: EngineObserver | None) -> dict:
+               observer: EngineObserver | None, launch: str = "graph") -> dict:
     """A Chakra trace run: step time, the slowest rank's compute and exposed communication, per-rank
     figures (``per_rank``) and the node kinds skipped."""
     from simulator.workloads.traces.chakra import build_chakra, load_traces, rank_report
 
     traces = load_traces(item.chakra)
     gpus = select_gpus(fabric, len(traces))
-    built = build_chakra(fabric, gpus, traces, gpu_roofline(fabric, gpus[0]), item.algo, item.protocol)
+    built = build_chakra(fabric, gpus, traces, gpu_kernels(fabric, gpus[0], launch), item.algo, item.protocol)
     result = simulate(fabric, built.workload, engine=engine, packet=packet((built.workload,)), observer=observer)
     report = rank_report(built, result.finish_s)
     slowest = max(report["per_rank"], key=lambda r: r["end_us"])

@@ -19,6 +19,8 @@ from typing import Any, Callable, Sequence
 from simulator.errors import InputError
 from simulator.hardware.faults import FaultSpec
 
+from simulator.hardware.kernels import has_kernel_section, load_kernel_table
+from simulator.hardware.yamlfile import YamlFile
 from simulator.hardware.catalog import (CablePart, Catalog, DevicePart, HardwareError, LinkGeneration,
                                         RetimerPart, check_retimers, load_catalog)
 from simulator.topology.fabric import Channel, CreditSpec, Fabric, Node, SwitchScheduling
@@ -68,19 +70,25 @@ class _Links:
 
 
 def build_fabric(model_or_path: TopologyModel | str | Path, faults: Sequence[FaultSpec] = (), *,
-                 healthy: bool = False, locate_fault: ErrorAt | None = None) -> Fabric:
+                 healthy: bool = False, locate_fault: ErrorAt | None = None,
+                 parts: Sequence[str | Path] = ()) -> Fabric:
     """Build the fabric of a topology model or file; raises ``InputError`` on bad input.
 
     The file's ``faults:`` and then ``faults`` (from ``--fault``) are applied to the built fabric
     (``topology.faults``); ``healthy=True`` ignores both (the baseline a report compares with).
-    ``locate_fault(i, key, message)`` places an error about ``faults[i]`` (default: the ``--fault`` flag)."""
+    ``locate_fault(i, key, message)`` places an error about ``faults[i]`` (default: the ``--fault`` flag).
+    ``parts`` (``--parts``) are parts or calibration files applied after the topology's own."""
     model = model_or_path if isinstance(model_or_path, TopologyModel) else load_topology(model_or_path)
     sources = model.sources or SourceMap(file=f"<topology {model.name}>")
-    catalog = _catalog(model, sources)
+    files = _parts_files(model, sources) + [Path(p) for p in parts]
+    catalog = _catalog(files, sources)
     devices = _expand_devices(model, catalog, sources)
     links = _expand_links(model, devices, catalog, sources)
     warnings = _check_ports(devices, links, sources)
     fabric = _assemble(model.name, devices, links)
+    fabric.gpu_specs = {d.part.name: d.part.gpu for d in devices.values() if d.part.gpu is not None}
+    fabric.kernel_files = tuple(str(f) for f in files if has_kernel_section(YamlFile(f).data))
+    load_kernel_table(fabric.kernel_files)  # a bad calibration file fails here, at its FILE:LINE
     fabric.warnings.extend(warnings)
     if healthy:
         return fabric
@@ -95,7 +103,7 @@ def build_fabric(model_or_path: TopologyModel | str | Path, faults: Sequence[Fau
 
 # --- catalog -------------------------------------------------------------------------------------
 
-def _catalog(model: TopologyModel, sources: SourceMap) -> Catalog:
+def _parts_files(model: TopologyModel, sources: SourceMap) -> list[Path]:
     files = []
     for i, name in enumerate(model.parts):
         file, _ = sources.where(("parts", i))
@@ -103,6 +111,10 @@ def _catalog(model: TopologyModel, sources: SourceMap) -> Catalog:
         if not path.is_file():
             raise sources.error(("parts", i), f"{path}: no such parts file")
         files.append(path)
+    return files
+
+
+def _catalog(files: list[Path], sources: SourceMap) -> Catalog:
     try:
         return load_catalog(files)
     except HardwareError as err:

@@ -152,6 +152,12 @@ class Fabric:
     changes: list = field(default_factory=list)
     """Faults that strike during a run (``at:``), as ``topology.faults.FabricChange`` in time order:
     the flow engine switches to each one's surviving fabric at its time."""
+    gpu_specs: dict = field(default_factory=dict, repr=False, compare=False)
+    """GPU part name -> its ``hardware.devices.GpuSpec`` from this fabric's catalog (built-in parts
+    plus the topology's own parts files): what the kernel model of its GPUs reads."""
+    kernel_files: tuple[str, ...] = ()
+    """Parts or calibration files whose ``kernels:`` sections override the built-in kernel constants
+    (a topology's ``parts:`` list, then ``--parts``), in order."""
     route_cache: dict = field(default_factory=dict, repr=False, compare=False)
     """(src, dst) -> routes; filled lazily by ``topology.routing``."""
     _graph: nx.MultiDiGraph | None = field(default=None, init=False, repr=False, compare=False)

@@ -68,6 +68,7 @@ def apply_faults(fabric: Fabric, faults: Sequence[FaultSpec], error_at: ErrorAt)
     kept = sorted(alive.values(), key=lambda c: c.id)
     channels = [dataclasses.replace(c, id=k) for k, c in enumerate(kept)]
     out = Fabric.from_parts(fabric.name, nodes, channels, fabric.static_power_W)
+    out.gpu_specs, out.kernel_files = fabric.gpu_specs, fabric.kernel_files
     out.warnings.extend(fabric.warnings)
     out.faults.extend(fabric.faults)
     out.faults.extend(f.describe() for f in faults if f.at is None)

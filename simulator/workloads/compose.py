@@ -20,15 +20,22 @@ def append(dag: DagBuilder, workload: Workload, after: list[int] | tuple[int, ..
 
 
 def transformer_layers(gpus: list[str] | tuple[str, ...], layers: int, attn_s: float, mlp_s: float,
-                       allreduce: Workload | None) -> DagBuilder:
+                       allreduce: Workload | None, embed_s: float = 0.0, head_s: float = 0.0) -> DagBuilder:
     """Tensor-parallel layers: on every GPU the attention block (``attn_s``), an all-reduce, the
     MLP block (``mlp_s``), an all-reduce; each phase waits for the previous one on all GPUs
-    (Megatron-style TP: two all-reduces per layer)."""
+    (Megatron-style TP: two all-reduces per layer). With ``embed_s`` the embedding runs first and is
+    all-reduced (a vocabulary-parallel embedding); with ``head_s`` the LM head runs last."""
     dag = DagBuilder()
     after: list[int] = []
+    if embed_s:
+        after = [dag.add(g, g, 0, after, embed_s, tag="embed.compute") for g in gpus]
+        if allreduce:
+            after = append(dag, allreduce, after, tag="embed.ar.")
     for layer in range(layers):
         for half, t_s in (("attn", attn_s), ("mlp", mlp_s)):
             after = [dag.add(g, g, 0, after, t_s, tag=f"L{layer}.{half}.compute") for g in gpus]
             if allreduce:
                 after = append(dag, allreduce, after, tag=f"L{layer}.{half}.ar.")
+    if head_s:
+        after = [dag.add(g, g, 0, after, head_s, tag="head.compute") for g in gpus]
     return dag

@@ -3,8 +3,10 @@
 One ``.et`` file per rank (``DIR/*.et`` or ``PREFIX.<rank>.et``), each a GlobalMetadata then Node
 messages (chakra_schema.py). Rank r runs on the r-th chosen GPU. Node kinds:
 
-- ``COMP_NODE``: a delay on its GPU: ``duration_micros`` if given, else the roofline of the
-  ``num_ops`` (FLOPs) and ``tensor_size`` (bytes) attributes, max(FLOPs / peak, bytes / HBM).
+- ``COMP_NODE``: a delay on its GPU: ``duration_micros`` if given, else the kernel model's cost of a
+  kernel known only by its ``num_ops`` (FLOPs) and ``tensor_size`` (bytes) attributes
+  (``hardware.kernels.GpuKernels.generic``: one fixed cost plus the longer of FLOPs at the sustained
+  tensor rate and bytes at the saturated HBM rate).
 - ``COMM_COLL_NODE``: the k-th collective of a process group (``pg_name`` attribute, default one
   group) on every rank that has one is one collective over those ranks' GPUs, built like
   ``bench`` builds it (``comm_type``, ``comm_size`` bytes in the nccl-tests convention); it starts
@@ -33,7 +35,7 @@ import networkx as nx
 from simulator.engine.transfer import Workload
 from simulator.errors import InputError
 from simulator.topology.fabric import Fabric
-from simulator.workloads.attention.model import GpuRoofline
+from simulator.hardware.kernels import GpuKernels
 from simulator.workloads.collectives import build_collective
 from simulator.workloads.collectives.base import DagBuilder
 from simulator.workloads.compose import append
@@ -135,17 +137,17 @@ class ChakraWorkload:
         return [f"skipped {n} {kind} node(s): not modelled by fabricsim" for kind, n in self.skipped.items()]
 
 
-def build_chakra(fabric: Fabric, gpus: list[str] | tuple[str, ...], traces: list[RankTrace], roofline: GpuRoofline,
+def build_chakra(fabric: Fabric, gpus: list[str] | tuple[str, ...], traces: list[RankTrace], kernels: GpuKernels,
                  algo: str = "auto", protocol: str = "auto") -> ChakraWorkload:
     """The transfer DAG of ``traces`` with rank r on ``gpus[r]`` (module docstring)."""
     if len(gpus) != len(traces):
         raise InputError(f"{len(traces)} trace ranks need {len(traces)} GPUs, got {len(gpus)}", field="gpus")
-    return _Builder(fabric, tuple(gpus), traces, roofline, algo, protocol).build()
+    return _Builder(fabric, tuple(gpus), traces, kernels, algo, protocol).build()
 
 
 class _Builder:
-    def __init__(self, fabric, gpus, traces, roofline, algo, protocol) -> None:  # noqa: ANN001
-        self.fabric, self.gpus, self.traces, self.roofline = fabric, gpus, traces, roofline
+    def __init__(self, fabric, gpus, traces, kernels, algo, protocol) -> None:  # noqa: ANN001
+        self.fabric, self.gpus, self.traces, self.kernels = fabric, gpus, traces, kernels
         self.algo, self.protocol = algo, protocol
         self.unit_of: dict[tuple[int, int], tuple] = {}
         self.members: dict[tuple, list[tuple[int, Any]]] = {}
@@ -274,7 +276,7 @@ class _Builder:
             return node.duration_micros * US
         attrs = _attrs(node)
         flops, nbytes = float(attrs.get("num_ops") or 0), float(attrs.get("tensor_size") or 0)
-        return max(flops / self.roofline.bf16_flops, nbytes / self.roofline.hbm_Bps)
+        return self.kernels.generic(node.name or "comp", flops, nbytes).time_s
 
 
 def rank_report(built: ChakraWorkload, finish_s) -> dict[str, Any]:  # noqa: ANN001 - per-transfer finish times

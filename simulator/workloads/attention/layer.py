@@ -1,0 +1,150 @@
+"""The kernels of one tensor-parallel transformer layer on one GPU, each costed by the kernel model.
+
+The kernel sequence is a serving engine's fused one (vLLM's Llama layer, the assumption stated in
+every report): per layer
+
+- attention half: fused residual-add + RMSNorm; QKV projection (GEMM); rotary embedding; KV-cache
+  write; attention (FlashAttention-2: decode split-KV + combine, or prefill forward); output
+  projection (GEMM); then the all-reduce;
+- MLP half: fused residual-add + RMSNorm; gate+up projection (one GEMM, 2 x ffn / tp wide);
+  SiLU-and-multiply; down projection (GEMM); then the all-reduce.
+
+Once per step: the embedding gather (vocabulary split over tp, so an all-reduce follows it, as in
+Megatron's and vLLM's VocabParallelEmbedding), and the final RMSNorm + LM head (vocab / tp columns).
+Tokens per step: ``batch`` at decode, ``batch x context`` at prefill.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from simulator.hardware.kernels import BOUNDS, POWER_STATES, GpuKernels, KernelCost
+from simulator.workloads.attention.model import ModelShape
+
+KERNEL_SEQUENCE = ("vLLM-style fused layer: add+RMSNorm, QKV GEMM, rotary, KV-cache write, attention, "
+                   "O GEMM | add+RMSNorm, gate+up GEMM, SiLU*mul, down GEMM; embedding and LM head per step")
+"""The one-line statement of the kernel sequence, carried in every decode/prefill report."""
+GROUPS = ("attention", "gemm", "other")
+
+
+@dataclass(slots=True)
+class PhaseCost:
+    """Kernels of one phase (attention half, MLP half, embedding, head) on one GPU."""
+
+    kernels: list[KernelCost] = field(default_factory=list)
+
+    @property
+    def time_s(self) -> float:
+        return sum(k.time_s for k in self.kernels)
+
+    def add(self, *kernels: KernelCost) -> "PhaseCost":
+        self.kernels.extend(kernels)
+        return self
+
+
+@dataclass(slots=True)
+class StepCost:
+    """One forward step's kernels on one GPU: per-layer phases and the once-per-step ends."""
+
+    layers: int
+    attn: PhaseCost
+    mlp: PhaseCost
+    embed: PhaseCost
+    head: PhaseCost
+    launch: str
+
+    def per_layer(self) -> list[KernelCost]:
+        return self.attn.kernels + self.mlp.kernels
+
+    @property
+    def layer_s(self) -> float:
+        return self.attn.time_s + self.mlp.time_s
+
+    @property
+    def compute_s(self) -> float:
+        """Every kernel of the step on one GPU, back to back (s)."""
+        return self.layers * self.layer_s + self.embed.time_s + self.head.time_s
+
+    def _all(self):
+        for k in self.per_layer():
+            yield k, self.layers
+        for k in self.embed.kernels + self.head.kernels:
+            yield k, 1
+
+    def kernels_per_step(self) -> int:
+        return sum(k.kernels * n for k, n in self._all())
+
+    def group_s(self) -> dict[str, float]:
+        """Per-layer time of attention, GEMM and other kernels (s)."""
+        out = dict.fromkeys(GROUPS, 0.0)
+        for k in self.per_layer():
+            out[k.group] += k.time_s
+        return out
+
+    def bound_s(self) -> dict[str, float]:
+        """Step time by what bounds each kernel (fixed cost, CTA concurrency, HBM, tensor cores,
+        power cap), every kernel of the step (s)."""
+        out = dict.fromkeys(BOUNDS, 0.0)
+        for k, n in self._all():
+            out[k.bound] += n * k.time_s
+        return out
+
+    def state_s(self) -> dict[str, float]:
+        """Step time by board power state (s): what the GPU's energy is computed from."""
+        out = dict.fromkeys(POWER_STATES, 0.0)
+        for k, n in self._all():
+            out[k.power_state] += n * k.time_s
+        return out
+
+    def main_bound(self) -> str:
+        by = self.bound_s()
+        return max(by, key=by.get)  # type: ignore[arg-type]
+
+    def rows(self) -> list[dict]:
+        """One row per kernel of a layer (then embedding and head): for ``--json`` and reports."""
+        out = []
+        for phase, kernels, per in (("layer", self.per_layer(), self.layers),
+                                    ("embedding", self.embed.kernels, 1), ("head", self.head.kernels, 1)):
+            for k in kernels:
+                out.append({"phase": phase, "kernel": k.name, "count": per, "time_us": k.time_s * 1e6,
+                            "kernels": k.kernels, "bound": k.bound, "ctas": k.ctas,
+                            "sm_occupancy": k.sm_occupancy, "bytes": k.bytes, "flops": k.flops,
+                            "achieved_GBps": k.achieved_Bps / 1e9, "detail": k.detail})
+        return out
+
+
+def _norm(gk: GpuKernels, name: str, tokens: int, hidden: int, s: int) -> KernelCost:
+    """Fused residual add + RMSNorm: reads x and the residual, writes both; one CTA per token row."""
+    return gk.elementwise(name, 4.0 * tokens * hidden * s, "norm", rows=tokens)
+
+
+def step_cost(gk: GpuKernels, m: ModelShape, phase: str, flash_decoding: bool = True) -> StepCost:
+    """The kernels of one decode step (``phase='decode'``: one new token per sequence against
+    ``m.context`` cached ones) or one prefill (``'prefill'``: ``m.context`` prompt tokens, causal)."""
+    s, tp, d = m.dtype_bytes, m.tp, m.head_dim
+    h, hkv = m.heads_per_gpu, m.kv_heads_per_gpu
+    tokens = m.batch if phase == "decode" else m.batch * m.context
+    qkv_n = (h + 2 * hkv) * d
+    attn = PhaseCost().add(
+        _norm(gk, "add+rmsnorm", tokens, m.hidden, s),
+        gk.gemm("qkv_proj", tokens, qkv_n, m.hidden, m.dtype),
+        gk.elementwise("rotary", 2.0 * tokens * (h + hkv) * d * s, "elementwise"),
+        gk.elementwise("kv_cache_write", 2.0 * tokens * 2 * hkv * d * s, "copy"))
+    if phase == "decode":
+        attn.add(gk.decode_attention(m.batch, h, hkv, m.context, d, m.dtype, flash_decoding))
+    else:
+        attn.add(gk.prefill_attention(m.batch, h, hkv, m.context, m.context, d, m.dtype, causal=True))
+    attn.add(gk.gemm("o_proj", tokens, m.hidden, h * d, m.dtype))
+    mlp = PhaseCost().add(_norm(gk, "add+rmsnorm", tokens, m.hidden, s))
+    if m.ffn_hidden:
+        ffn = max(1, m.ffn_hidden // tp)
+        mlp.add(gk.gemm("gate_up_proj", tokens, 2 * ffn, m.hidden, m.dtype),
+                gk.elementwise("silu_and_mul", 3.0 * tokens * ffn * s, "activation"),
+                gk.gemm("down_proj", tokens, m.hidden, ffn, m.dtype))
+    embed, head = PhaseCost(), PhaseCost()
+    if m.vocab:
+        embed.add(gk.elementwise("embedding", 2.0 * tokens * m.hidden * s, "copy"))
+        # the LM head runs on the last token of each sequence only (logits of the next token)
+        head.add(_norm(gk, "final_rmsnorm", m.batch, m.hidden, s),
+                 gk.gemm("lm_head", m.batch, max(1, m.vocab // tp), m.hidden, m.dtype))
+    return StepCost(m.layers, attn, mlp, embed, head, gk.launch)

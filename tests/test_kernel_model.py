@@ -1,0 +1,171 @@
+"""The kernel model (hardware/kernels.py) against the H200 microbenchmarks that feed it (shared
+datasheet, "Measured on one real H200") and against closed forms; decode and prefill steps built on it."""
+
+import math
+
+import pytest
+
+from simulator.engine.flow import run_flow
+from simulator.errors import InputError
+from simulator.hardware.catalog import load_catalog
+from simulator.hardware.kernels import flash_decoding_splits, kernel_model, load_kernel_table
+from simulator.topology.synthetic import star
+from simulator.workloads.attention import ModelShape, decode_step, prefill
+from simulator.workloads.attention.layer import step_cost
+
+H200 = kernel_model("h200", load_catalog().device("h200").gpu)
+LLAMA70B = dict(layers=4, hidden=8192, heads=64, kv_heads=8, head_dim=128, ffn_hidden=28672, vocab=128256)
+
+# datasheet: HBM bandwidth of one streaming copy kernel against its CTA count (GB/s)
+STREAM = {1: 62, 2: 121, 4: 238, 8: 461, 16: 866, 33: 1599, 66: 2644, 132: 3501, 264: 3765,
+          528: 3775, 1056: 3800, 2112: 3820}
+
+
+@pytest.mark.parametrize("ctas,measured", sorted(STREAM.items()))
+def test_stream_bandwidth_against_cta_count_within_5_percent(ctas, measured):
+    assert H200.hbm_Bps(ctas, "stream") / 1e9 == pytest.approx(measured, rel=0.05)
+
+
+def test_few_ctas_are_bound_by_littles_law_not_by_a_share_of_the_peak():
+    # 4 CTAs draw 4 x per-CTA rate, far below 4/132 of what 132 CTAs draw... and far below the
+    # roofline's "SM fraction x peak" (4/132 x 4.8 TB/s = 145 GB/s is close, but 33 CTAs are not)
+    per_cta = H200.arch.cta_Bps
+    assert H200.hbm_Bps(1, "stream") == pytest.approx(per_cta, rel=0.01)
+    assert H200.hbm_Bps(4, "stream") == pytest.approx(4 * per_cta, rel=0.02)
+    assert H200.hbm_Bps(132, "stream") < 0.75 * H200.spec.hbm_Bps  # one CTA per SM does not saturate
+    small = H200.memory("k", 64e6, 8, "stream")
+    assert small.bound == "CTA concurrency"
+    assert H200.memory("k", 64e6, 2112, "stream").bound == "HBM"
+
+
+def test_fixed_cost_of_a_kernel_in_a_graph_and_eager():
+    tiny = H200.elementwise("add", 6, "elementwise")
+    assert tiny.time_s == pytest.approx(0.9e-6, rel=0.01) and tiny.bound == "fixed cost"
+    eager = kernel_model("h200", load_catalog().device("h200").gpu, launch="eager")
+    assert eager.elementwise("add", 6).time_s == pytest.approx(eager.arch.eager_kernel_s, rel=0.01)
+    with pytest.raises(InputError):
+        kernel_model("h200", load_catalog().device("h200").gpu, launch="lazy")  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("kind,TBps", [("elementwise", 4.36), ("activation", 3.12), ("reduction", 2.69),
+                                       ("norm", 2.70), ("copy", 4.21)])
+def test_elementwise_classes_at_256_MiB(kind, TBps):
+    nbytes = 2 * 256 * 2**20
+    k = H200.elementwise(kind, nbytes, kind)
+    assert nbytes / k.time_s / 1e12 == pytest.approx(TBps, rel=0.05)
+
+
+def test_elementwise_at_1_MiB_is_dominated_by_its_fixed_cost():
+    # datasheet: at a 1 MiB tensor the same kernels take 1.6-8.5 us
+    add = H200.elementwise("add", 3 * 2**20, "elementwise")
+    assert 1.6e-6 * 0.95 <= add.time_s <= 8.5e-6
+    assert add.fixed_s / add.time_s > 0.5
+
+
+@pytest.mark.parametrize("n,tflops", [(1024, 377), (2048, 707), (8192, 686), (16384, 703)])
+def test_square_gemm_rates(n, tflops):
+    k = H200.gemm("g", n, n, n)
+    assert k.flops / k.time_s / 1e12 == pytest.approx(tflops, rel=0.08)
+
+
+def test_gemm_wave_quantization_and_power_cap():
+    # 12 x 11 = 132 tiles fill one wave (held to the power-capped rate); 133 tiles need a second wave
+    one = H200.gemm("g", 128 * 12, 128 * 11, 8192)
+    two = H200.gemm("g", 128 * 7, 128 * 19, 8192)
+    assert one.bound == "power cap" and two.bound == "tensor cores"
+    per_sm = H200.spec.bf16_flops * H200.arch.tensor_efficiency / 132
+    assert two.time_s - two.fixed_s == pytest.approx(2 * 2 * 128 * 128 * 8192 / per_sm, rel=1e-9)
+    assert two.time_s - two.fixed_s > 1.5 * (one.time_s - one.fixed_s)
+    assert H200.gemm("g", 8192, 8192, 8192).bound == "power cap"
+
+
+def test_skinny_gemm_streams_its_weights():
+    # decode: M = 1 reads the whole weight matrix once; time ~ bytes / achieved HBM rate
+    k = H200.gemm("gate_up", 1, 7168, 8192)
+    assert k.bound in ("HBM", "CTA concurrency")
+    assert k.bytes == pytest.approx(7168 * 8192 * 2, rel=0.01)
+    assert 2.5e12 < k.achieved_Bps < H200.spec.hbm_Bps
+
+
+def test_flash_decoding_split_heuristic_as_in_flashattention():
+    # flash_api.cpp comment: batch*heads = 48 on 108 SMs -> 2 splits (efficiency 0.89) beats 3 (0.67)
+    assert flash_decoding_splits(48, 108, 64) == 2
+    assert flash_decoding_splits(100, 108, 64) == 1  # >= 0.8 x SMs: no split
+    assert flash_decoding_splits(1, 264, 64) == 64  # one CTA: as many splits as KV blocks allow
+
+
+def test_decode_attention_split_kv_beats_plain_at_batch_1():
+    plain = H200.decode_attention(1, 8, 1, 65536, 128, split=False)
+    split = H200.decode_attention(1, 8, 1, 65536, 128, split=True)
+    assert plain.ctas == 1 and plain.bound == "CTA concurrency"
+    assert split.kernels == 2  # split kernel + combine
+    # one CTA draws one CTA's rate: the KV cache (65536 x 2 x 128 x 2 B) at ~59 GB/s
+    kv = 65536 * 2 * 128 * 2
+    assert plain.time_s == pytest.approx(kv / H200.arch.attention_cta_Bps, rel=0.05)
+    assert plain.time_s / split.time_s > 10
+
+
+def test_prefill_attention_runs_at_flash_attention_efficiency_on_full_waves():
+    k = H200.prefill_attention(1, 64, 8, 16384, 16384, 128)
+    rate = k.flops / (k.time_s - k.fixed_s)
+    ctas = 64 * 16384 // 128
+    fill = ctas / (math.ceil(ctas / 132) * 132)
+    assert rate == pytest.approx(H200.spec.bf16_flops * H200.arch.flash_attention_efficiency * fill, rel=0.01)
+    assert k.flops == pytest.approx(4 * 64 * 16384**2 * 128 / 2)  # causal: half the square
+
+
+def test_decode_step_time_is_the_kernel_sum_plus_all_reduces():
+    f = star(8, rate_Bps=450e9, latency_s=100e-9)
+    m = ModelShape(batch=1, context=8192, tp=8, **LLAMA70B)
+    run = decode_step(f, f.gpus, H200, m)
+    fig = run.figures
+    step = step_cost(H200, m, "decode")
+    assert fig["compute_s"] == pytest.approx(step.compute_s)
+    assert fig["kernels_per_layer"] == 11  # 9 kernels + attention's split and combine
+    assert fig["allreduces_per_step"] == 2 * 4 + 1  # two per layer and the embedding's
+    assert run_flow(f, run.workload).makespan_s == pytest.approx(fig["token_latency_s"], rel=0.05)
+    # the GEMMs read every weight once: time >= weight bytes / HBM peak
+    weights = m.weight_params_per_gpu_layer() * 2
+    assert fig["gemm_per_layer_s"] > weights / H200.spec.hbm_Bps
+    assert sum(fig["power_state_s"].values()) == pytest.approx(fig["compute_s"])
+
+
+def test_missing_mlp_or_vocab_changes_the_step():
+    f = star(8, rate_Bps=450e9)
+    full = decode_step(f, f.gpus, H200, ModelShape(batch=1, context=4096, tp=8, **LLAMA70B)).figures
+    no_mlp = dict(LLAMA70B, ffn_hidden=0)
+    bare = decode_step(f, f.gpus, H200, ModelShape(batch=1, context=4096, tp=8, **no_mlp)).figures
+    assert full["gemm_per_layer_s"] > 4 * bare["gemm_per_layer_s"]  # the MLP holds 4/5 of the weights
+
+
+def test_prefill_is_tensor_bound_and_slower_than_a_bare_roofline():
+    f = star(8, rate_Bps=450e9)
+    m = ModelShape(batch=1, context=4096, tp=8, **LLAMA70B)
+    run = prefill(f, f.gpus, H200, m)
+    fig = run.figures
+    assert fig["attention_bound"] == "tensor cores"
+    assert fig["step_bound"] in ("power cap", "tensor cores")
+    flops = 2 * 4096 * m.weight_params_per_gpu_layer()
+    assert fig["gemm_per_layer_s"] > flops / H200.spec.bf16_flops / H200.arch.tensor_sustained_efficiency
+    assert run_flow(f, run.workload).makespan_s == pytest.approx(fig["latency_s"], rel=0.05)
+
+
+def test_calibration_override_replaces_fields_and_bad_files_fail_at_their_line(tmp_path):
+    good = tmp_path / "cal.yaml"
+    good.write_text("calibration: {gpu: NVIDIA H200}\nkernels:\n  hopper:\n    cta_Bps: 30 GB/s\n"
+                    "    sources: {cta_Bps: 'measured, NVIDIA H200, 2026-12-02, fabricsim calibrate'}\n")
+    table = load_kernel_table((str(good),))
+    assert table.architecture("hopper").cta_Bps == 30e9
+    assert table.architecture("hopper").graph_kernel_s == pytest.approx(0.9e-6)  # the rest kept
+    slow = kernel_model("h200", load_catalog().device("h200").gpu, overrides=[good])
+    assert slow.hbm_Bps(1, "stream") == pytest.approx(30e9, rel=0.01)
+    for text, line, field in [("kernels:\n  hopper:\n    hbm_efficiency: 1.7\n    sources: {hbm_efficiency: x}\n", 3,
+                               "hbm_efficiency"),
+                              ("kernels:\n  hopper:\n    cta_bps: 3 GB/s\n", 3, "cta_bps"),
+                              ("kernels:\n  volta:\n    cta_Bps: 3 GB/s\n", 2, "volta"),
+                              ("kernels:\n  hopper:\n    cta_Bps: 3 GB/s\n", 3, "cta_Bps")]:
+        bad = tmp_path / f"bad{line}{field}.yaml"
+        bad.write_text(text)
+        with pytest.raises(InputError) as err:
+            load_kernel_table((str(bad),))
+        assert err.value.file == str(bad) and err.value.line == line and field in (err.value.field or "")
