@@ -50,7 +50,7 @@ def main() -> None:
                           f"busbw {row['busbw_GBps']:.1f} GB/s")
             else:
                 t0 = time.perf_counter()
-                run = _attention_run(fabric, item)
+                run = _attention_run(fabric, item, "graph")
                 t1 = time.perf_counter()
                 res = simulate(fabric, run.workload, engine=sc.engine, packet=packet)
                 t2 = time.perf_counter()

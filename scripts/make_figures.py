@@ -228,6 +228,56 @@ def figure_gpu_side(out: Path) -> list[Path]:
 
 FIGURES["gpu_side"] = figure_gpu_side
 
+STREAM_MEASURED = {1: 62, 2: 121, 4: 238, 8: 461, 16: 866, 33: 1599, 66: 2644, 132: 3501, 264: 3765,
+                   528: 3775, 1056: 3800, 2112: 3820}
+"""Shared datasheet, measured on one H200: a streaming copy kernel's HBM rate against its CTAs (GB/s)."""
+
+
+def figure_kernels(out: Path) -> list[Path]:
+    """Left: achieved HBM bandwidth against CTAs on an H200 (the model over the measured points,
+    and the old roofline's SM-fraction line). Right: one Llama-3-70B TP8 decode layer on an H200
+    against batch, for three contexts, split into attention, GEMMs and other kernels."""
+    from simulator.hardware.catalog import load_catalog
+    from simulator.hardware.kernels import kernel_model
+    from simulator.reports.plots._figure import new_figure, palette, save_png
+    from simulator.workloads.attention.layer import step_cost
+    from simulator.workloads.attention.model import ModelShape
+
+    gk = kernel_model("h200", load_catalog().device("h200").gpu)
+    fig = new_figure(10, 4)
+    left, right = fig.subplots(1, 2)
+    ctas = [2 ** i for i in range(0, 12)]
+    left.plot(ctas, [gk.hbm_Bps(n, "stream") / 1e12 for n in ctas], "-", color="C0",
+              label="kernel model (Little's law per CTA, HBM saturation)")
+    left.plot(list(STREAM_MEASURED), [v / 1e3 for v in STREAM_MEASURED.values()], "o", color="C1",
+              label="measured, one H200 (datasheet)")
+    left.plot(ctas, [min(1, n / gk.spec.sms) * gk.spec.hbm_Bps / 1e12 for n in ctas], "--", color="grey",
+              label="bare roofline: SM fraction x 4.8 TB/s")
+    left.set_xscale("log", base=2)
+    left.set_xlabel("CTAs of the kernel")
+    left.set_ylabel("achieved HBM bandwidth (TB/s, read + write)")
+    left.set_title("H200: few CTAs cannot draw HBM")
+    left.legend(fontsize=7, loc="upper left")
+    left.grid(alpha=0.3)
+    batches = [1, 2, 4, 8, 16, 32, 64, 128]
+    colours = palette(3)
+    for colour, ctx in zip(colours, (4096, 16384, 65536)):
+        layer = []
+        for b in batches:
+            m = ModelShape(80, 8192, 64, 8, 128, b, ctx, tp=8, ffn_hidden=28672, vocab=128256)
+            layer.append(step_cost(gk, m, "decode").layer_s * 1e6)
+        right.plot(batches, layer, "o-", color=colour, label=f"{ctx // 1024}k context")
+    right.set_xscale("log", base=2)
+    right.set_xlabel("batch (sequences)")
+    right.set_ylabel("decode layer time (us, CUDA graph)")
+    right.set_title("Llama-3-70B TP8 decode layer, one H200")
+    right.legend(fontsize=8)
+    right.grid(alpha=0.3)
+    return [save_png(fig, out / "kernel_model.png")]
+
+
+FIGURES["kernels"] = figure_kernels
+
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])

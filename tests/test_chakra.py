@@ -16,7 +16,7 @@ from simulator.errors import InputError
 from simulator.hardware.catalog import load_catalog
 from simulator.topology.builder import build_fabric
 from simulator.topology.routing import equal_cost_routes, route_latency_s, route_rate_Bps
-from simulator.workloads.attention.model import GpuRoofline
+from simulator.hardware.kernels import kernel_model
 from simulator.workloads.traces import chakra_schema as schema
 from simulator.workloads.traces.chakra import build_chakra, load_traces, rank_report, write_trace
 from simulator.workloads.traces.chakra_example import LayerShape, tp_layer_nodes
@@ -33,7 +33,7 @@ def hgx():
 
 @pytest.fixture(scope="module")
 def h100():
-    return GpuRoofline.of(load_catalog().device("h100").gpu)
+    return kernel_model("h100", load_catalog().device("h100").gpu)
 
 
 def node(id, type, name="", deps=(), duration_us=0, **attrs):  # noqa: A002, ANN001, ANN201
@@ -72,15 +72,17 @@ def test_example_round_trips_byte_for_byte(tmp_path):
     assert attrs == {"comm_type": schema.COMM_TYPES["ALL_REDUCE"], "comm_size": 2 * 4096 * 8192}
 
 
-def test_compute_nodes_take_their_duration_or_their_roofline(tmp_path, hgx, h100):
+def test_compute_nodes_take_their_duration_or_their_kernel_cost(tmp_path, hgx, h100):
     flops = 10**13
     prefix = write(tmp_path, [[node(0, "COMP_NODE", duration_us=100)],
                               [node(0, "COMP_NODE", num_ops=flops, tensor_size=1)]])
     built = build_chakra(hgx, hgx.gpus[:2], load_traces(prefix), h100)
     report = rank_report(built, run_flow(hgx, built.workload).finish_s)
     assert report["per_rank"][0]["compute_us"] == pytest.approx(100)
-    assert report["per_rank"][1]["compute_us"] == pytest.approx(flops / h100.bf16_flops * 1e6)
-    assert report["step_us"] == pytest.approx(flops / h100.bf16_flops * 1e6)
+    # one kernel: its fixed cost plus the FLOPs at the power-capped sustained tensor rate
+    expect_us = (h100.kernel_s + flops / (h100.spec.bf16_flops * h100.arch.tensor_sustained_efficiency)) * 1e6
+    assert report["per_rank"][1]["compute_us"] == pytest.approx(expect_us)
+    assert report["step_us"] == pytest.approx(expect_us)
     assert all(r["exposed_comm_us"] == pytest.approx(0, abs=1e-9) for r in report["per_rank"])
 
 

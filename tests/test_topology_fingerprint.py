@@ -56,7 +56,7 @@ def _reference(path: Path) -> tuple[list[Channel], list[tuple[str, float]]]:
     """Channel records and static power of ``path``, built the long way (no faults)."""
     model = load_topology(path)
     sources = model.sources
-    catalog = builder._catalog(model, sources)
+    catalog = builder._catalog(builder._parts_files(model, sources), sources)
     devices = builder._expand_devices(model, catalog, sources)
     groups = builder._expand_links(model, devices, catalog, sources)
     assert [list(g.ends) for g in groups] == _reference_ends(model, devices)

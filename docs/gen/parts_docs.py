@@ -206,6 +206,25 @@ def gpu_side_section() -> str:
     return text + table(["constant", "value", "source"], _gpu_side_rows()) + "\n"
 
 
+def _kernel_rows() -> Iterator[tuple[str, str, str]]:
+    """(constant, value, source) of every number in kernels.yaml."""
+    from simulator.hardware.kernels import load_kernel_table
+
+    for arch, part in load_kernel_table().architectures.items():
+        for fname, source in part.sources.items():
+            yield f"{arch}.{fname}", fmt(fname, getattr(part, fname)), source
+
+
+def kernels_section() -> str:
+    text = ("## What a GPU kernel costs (`simulator/hardware/parts/kernels.yaml`)\n\n"
+            "Per GPU architecture: fixed cost per kernel (CUDA graph, eager), memory-level parallelism per CTA and "
+            "HBM saturation, kernel classes, GEMM tiles and the power-capped tensor rate, FlashAttention's "
+            "efficiency, board power by state (`simulator/hardware/kernels.py`, asked by attention, the "
+            "transformer layer and Chakra COMP nodes; `fabricsim calibrate` writes overrides, "
+            "[../model.md](../model.md) section 10).\n\n")
+    return text + table(["constant", "value", "source"], _kernel_rows()) + "\n"
+
+
 def _retry_rows() -> Iterator[tuple[str, str, str]]:
     """(constant, value, source) of every number in retry.yaml."""
     from simulator.hardware.retry import retry_parts
@@ -245,6 +264,7 @@ def parts_page() -> str:
     text += protocols_section()
     text += "\n" + gpu_side_section()
     text += "\n" + retry_section()
+    text += "\n" + kernels_section()
     return text
 
 
@@ -270,6 +290,8 @@ def all_sourced() -> Iterator[tuple[str, str, str]]:
         yield f"gpu_side.{where}", value, source
     for where, value, source in _retry_rows():
         yield f"retry.{where}", value, source
+    for where, value, source in _kernel_rows():
+        yield f"kernels.{where}", value, source
 
 
 def topology_assumptions() -> list[list[str]]:

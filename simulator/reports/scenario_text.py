@@ -76,12 +76,21 @@ _METRICS = (("time_us", "time (us)"), ("alone_us", "time alone on the fabric (us
             ("shared_links", "links shared with other jobs"), ("shared_example", "shared links, e.g."),
             ("compute_us", "compute on critical path (us)"),
             ("communication_us", "exposed communication (us)"), ("bottleneck", "bottleneck"),
+            ("tokens_per_s", "tokens per second (this TP group)"),
+            ("attention_per_layer_us", "attention per layer (us)"), ("gemm_per_layer_us", "GEMMs per layer (us)"),
+            ("other_per_layer_us", "other kernels per layer (us)"), ("kernels_per_layer", "kernels per layer"),
+            ("step_bound", "what bounds the kernels"),
+            ("attention_bound", "attention kernel bound"), ("attention_kernel", "attention kernel"),
+            ("sm_occupancy", "attention SM occupancy"), ("launch", "kernel launches"),
             ("bytes", "bytes moved"), ("algbw_GBps", "achieved GB/s"), ("ideal_time_us", "ideal time (us)"),
-            ("attention_bound", "attention kernel bound"), ("sm_occupancy", "SM occupancy"),
             ("allreduce_algo", "all-reduce algorithm"), ("link_kinds", "link kinds on path"),
             ("overlapped", "comm hidden under compute"), ("busiest_link", "busiest link"),
-            ("engine", "engine"), ("energy_J", "energy (J)"), ("avg_power_W", "average power (W)"),
-            ("pJ_per_byte", "pJ per byte"), ("ranks", "trace ranks"), ("skipped", "skipped trace nodes"))
+            ("engine", "engine"), ("gpu_J", "GPU energy (J)"), ("transport_J", "transport energy (J)"),
+            ("static_J", "static fabric energy (J)"), ("energy_J", "energy (J)"),
+            ("J_per_token", "energy per token (J)"), ("tokens_per_s_per_kW", "tokens/s per kW"),
+            ("avg_power_W", "average power (W)"),
+            ("transport_pJ_per_byte", "transport pJ per byte"), ("ranks", "trace ranks"),
+            ("skipped", "skipped trace nodes"))
 
 
 def _metric_table(name: str, kind: str, per_system: dict[str, list[dict]], reference: str) -> Table:

@@ -219,23 +219,29 @@ def run_scenario(scenario: ScenarioModel, topologies: list[Path],
                  observer: EngineObserver | None = None, faults: Sequence[FaultSpec] = (),
                  locate_fault: ErrorAt | None = None,
                  on_plan: Callable[[str, str, SweepPlan], None] | None = None,
-                 on_hops: Callable[[str, str, int, int], None] | None = None) -> list[SystemResult]:
-    """Every workload item on every topology, in file order. With faults (the scenario's
+                 on_hops: Callable[[str, str, int, int], None] | None = None,
+                 parts: Sequence[str | Path] = (), launch: str | None = None) -> list[SystemResult]:
+    """Every workload item on every topology, in file order. ``parts`` (``--parts``): parts or
+    calibration files applied to every topology after its own (the scenario's ``parts:`` first);
+    ``launch`` (``--launch``): ``graph`` or ``eager`` kernel launches, over the scenario's ``launch``. With faults (the scenario's
     ``faults:``, then ``faults`` from ``run --fault``) each topology runs twice, healthy and with
     the faults, as two systems side by side.
     ``on_plan(system, item, plan)`` hears each size sweep's engine and estimated cost before it runs,
     ``on_hops(system, item, size, packet_hops)`` a packet-engine run's progress now and then."""
     faults, locate_fault = scenario_faults(scenario, faults, locate_fault)
+    parts = [*scenario_parts(scenario), *parts]
+    if launch is not None:
+        scenario = scenario.model_copy(update={"launch": launch})
     if faults:
         fabrics = []
         for topo in topologies:
-            fabrics.append(build_fabric(topo, healthy=True))
-            degraded = build_fabric(topo, faults, locate_fault=locate_fault)
+            fabrics.append(build_fabric(topo, healthy=True, parts=parts))
+            degraded = build_fabric(topo, faults, locate_fault=locate_fault, parts=parts)
             degraded.name = f"{degraded.name} (degraded)"
             fabrics.append(degraded)
         topologies = [t for t in topologies for _ in (0, 1)]
     else:
-        fabrics = [build_fabric(topo) for topo in topologies]
+        fabrics = [build_fabric(topo, parts=parts) for topo in topologies]
     check_on_fabrics(scenario, fabrics, topologies)
     prebuilt: dict[tuple[int, int], dict] = {}
     """(fabric index, item id) -> workloads built while choosing the engine, reused by the sweep."""
@@ -266,6 +272,13 @@ def run_scenario(scenario: ScenarioModel, topologies: list[Path],
                 on_row(fabric.name, row)
         systems.append(system)
     return systems
+
+
+def scenario_parts(scenario: ScenarioModel) -> list[Path]:
+    """The scenario's ``parts:`` files (calibration or parts overrides), relative to the scenario file."""
+    names = getattr(scenario, "parts", None) or []
+    base = Path(scenario._sources.file).parent if getattr(scenario, "_sources", None) is not None else Path(".")
+    return [base / n for n in names]
 
 
 def scenario_faults(scenario: ScenarioModel, flags: Sequence[FaultSpec] = (),

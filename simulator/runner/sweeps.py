@@ -3,7 +3,8 @@
 Shared by ``fabricsim bench``, ``compare`` and ``validate`` so all three measure the same way.
 Each row: ``bytes``, ``time_us``, ``algbw_GBps``, ``busbw_GBps`` (GB = 1e9 B) plus what the
 run chose and cost: ``algo``, ``protocol``, ``engine``, ``p99_latency_us`` (packet engine),
-``energy_J``, ``avg_power_W``, ``pJ_per_byte``, ``dynamic_J`` (by component kind),
+``energy_J``, ``avg_power_W``, ``transport_pJ_per_byte`` (dynamic energy per byte moved; static
+power apart), ``dynamic_J`` (by component kind),
 ``busiest_link``.
 """
 
@@ -97,7 +98,7 @@ def run_one(fabric: Fabric, workload: Workload, spec: SweepSpec,
         fine_packet_bytes=unit.fine_bytes if unit and result.engine == "packet" else None,
         p99_latency_us=float(np.percentile(latency, 99) * 1e6) if len(latency) else None,
         energy_J=energy.total_J, avg_power_W=energy.average_power_W,
-        pJ_per_byte=energy.pJ_per_byte if result.bytes_delivered else None,
+        transport_pJ_per_byte=energy.pJ_per_byte if result.bytes_delivered else None,
         dynamic_J=dict(energy.dynamic_J), busiest_link=busiest_link(fabric, result),
     )
     if fabric.changes:  # faults during the run (flow engine): what they moved

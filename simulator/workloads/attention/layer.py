@@ -16,6 +16,7 @@ Tokens per step: ``batch`` at decode, ``batch x context`` at prefill.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field
 
 from simulator.hardware.kernels import BOUNDS, POWER_STATES, GpuKernels, KernelCost
@@ -118,8 +119,10 @@ def _norm(gk: GpuKernels, name: str, tokens: int, hidden: int, s: int) -> Kernel
     return gk.elementwise(name, 4.0 * tokens * hidden * s, "norm", rows=tokens)
 
 
+@functools.lru_cache(maxsize=65536)
 def step_cost(gk: GpuKernels, m: ModelShape, phase: str, flash_decoding: bool = True) -> StepCost:
-    """The kernels of one decode step (``phase='decode'``: one new token per sequence against
+    """Cached (a serving run asks the same steps again and again; treat the result as read-only).
+    The kernels of one decode step (``phase='decode'``: one new token per sequence against
     ``m.context`` cached ones) or one prefill (``'prefill'``: ``m.context`` prompt tokens, causal)."""
     s, tp, d = m.dtype_bytes, m.tp, m.head_dim
     h, hkv = m.heads_per_gpu, m.kv_heads_per_gpu
