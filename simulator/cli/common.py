@@ -22,6 +22,32 @@ PacketBytesOpt = Annotated[Optional[int], typer.Option(
 SeedOpt = Annotated[int, typer.Option(help="Seed of the run's random generator (same seed, same result).")]
 
 
+PartsOpt = Annotated[Optional[list[str]], typer.Option(
+    "--parts", help="A parts or calibration file (fabricsim calibrate output) applied to every topology after "
+                    "its own parts: files (repeatable).")]
+LaunchOpt = Annotated[Optional[str], typer.Option(
+    "--launch", help="How kernels are launched: graph (a CUDA graph, as serving engines run decode) or eager "
+                     "(from Python, host-bound); default: the scenario's launch:, else graph.")]
+
+
+def launch_flag(value: str | None) -> str | None:
+    """``--launch`` checked: graph, eager or unset."""
+    from simulator.errors import unknown_choice
+    from simulator.hardware.kernels import LAUNCH_MODES
+
+    if value is not None and value not in LAUNCH_MODES:
+        raise unknown_choice("launch mode", value, LAUNCH_MODES, field="--launch")
+    return value
+
+
+def parts_flags(values: list[str] | None) -> list[str]:
+    """``--parts`` files, each checked to exist (an error names the flag)."""
+    for value in values or []:
+        if not Path(value).is_file():
+            raise InputError(f"no such parts or calibration file: {value}", field="--parts")
+    return list(values or [])
+
+
 FaultOpt = Annotated[Optional[list[str]], typer.Option(
     "--fault", help="A fault to apply (repeatable): KIND:key=value,... e.g. switch_down:enclosure=switch_tray0, "
                     "link_down:from=compute0.gpu0,to=switch_tray0.nvsw0, degraded_width:from=server.gpu0,to=server.psw0,"

@@ -7,7 +7,8 @@ from typing import Annotated, Optional
 
 import typer
 
-from simulator.cli.common import JSON_HELP, EngineOpt, FaultOpt, fault_specs, plain_console, report_console
+from simulator.cli.common import (JSON_HELP, EngineOpt, FaultOpt, LaunchOpt, PartsOpt, fault_specs, launch_flag,
+                                  parts_flags, plain_console, report_console)
 from simulator.errors import InputError
 
 
@@ -24,6 +25,8 @@ def register(app: typer.Typer) -> None:
         plot: Annotated[Optional[str], typer.Option(help="Write busbw vs size (.png, or .svg/.pdf for vector) here.")] = None,
         power_plot: Annotated[Optional[str], typer.Option(help="Write the power breakdown (.png, or .svg/.pdf for vector) here.")] = None,
         fault: FaultOpt = None,
+        parts: PartsOpt = None,
+        launch: LaunchOpt = None,
     ) -> None:
         """Compare systems: time, busbw, p99 packet latency (packet engine), energy per op, static power, with
         a ratio column.
@@ -52,14 +55,15 @@ def register(app: typer.Typer) -> None:
         from simulator.cli.progress import ScenarioStatus
 
         specs, locate = fault_specs(fault or [])
+        parts, launch = parts_flags(parts), launch_flag(launch)
 
         console = plain_console(stderr=True)
         with console.status("simulating") as status:
             shown = ScenarioStatus(console, status)
             systems = run_scenario(model, [Path(t) for t in topologies], on_plan=shown.plan, on_hops=shown.hops,
-                                   faults=specs, locate_fault=locate, on_row=shown.row)
+                                   faults=specs, locate_fault=locate, on_row=shown.row, parts=parts, launch=launch)
         print_scenario(model, systems, report_console(stderr=json_path == "-"))
-        inputs = [*topologies, *([scenario] if scenario else [])]
+        inputs = [*topologies, *([scenario] if scenario else []), *parts]
         if json_path:
             write_json(json_path, {"systems": [s.as_dict() for s in systems]}, inputs)
         if plot:

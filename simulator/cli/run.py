@@ -6,7 +6,8 @@ from typing import Annotated, Optional
 
 import typer
 
-from simulator.cli.common import JSON_HELP, FaultOpt, fault_specs, plain_console, report_console
+from simulator.cli.common import (JSON_HELP, FaultOpt, LaunchOpt, PartsOpt, fault_specs, launch_flag, parts_flags,
+                                  plain_console, report_console)
 
 
 def register(app: typer.Typer) -> None:
@@ -20,6 +21,8 @@ def register(app: typer.Typer) -> None:
                  "(packet engine), transfers and link utilization (flow engine), and faults that strike during a run.")] = None,
         plot: Annotated[Optional[str], typer.Option(help="Write busbw vs size (or power) as .png, .svg or .pdf here.")] = None,
         fault: FaultOpt = None,
+        parts: PartsOpt = None,
+        launch: LaunchOpt = None,
     ) -> None:
         """Run a scenario; with two or more topologies, compare them side by side. With --fault every
         topology runs healthy and degraded, side by side."""
@@ -33,7 +36,8 @@ def register(app: typer.Typer) -> None:
         scenario = str(find(scenario, "scenarios"))
         model, topologies = load_scenario(scenario)
         specs, locate = fault_specs(fault or [])
-        inputs = [scenario, *map(str, topologies)]
+        parts, launch = parts_flags(parts), launch_flag(launch)
+        inputs = [scenario, *map(str, topologies), *parts]
         observer = None
         if trace:
             from simulator.reports.trace import TraceWriter
@@ -45,7 +49,8 @@ def register(app: typer.Typer) -> None:
 
             shown = ScenarioStatus(console, status)
             systems = run_scenario(model, topologies, observer=observer, faults=specs, locate_fault=locate,
-                                   on_plan=shown.plan, on_hops=shown.hops, on_row=shown.row)
+                                   on_plan=shown.plan, on_hops=shown.hops, on_row=shown.row, parts=parts,
+                                   launch=launch)
         print_scenario(model, systems, report_console(stderr=json_path == "-"))
         payload = {"scenario": model.name, "systems": [s.as_dict() for s in systems]}
         if json_path:

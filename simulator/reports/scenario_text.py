@@ -86,7 +86,7 @@ _METRICS = (("time_us", "time (us)"), ("alone_us", "time alone on the fabric (us
             ("allreduce_algo", "all-reduce algorithm"), ("link_kinds", "link kinds on path"),
             ("overlapped", "comm hidden under compute"), ("busiest_link", "busiest link"),
             ("engine", "engine"), ("gpu_J", "GPU energy (J)"), ("transport_J", "transport energy (J)"),
-            ("static_J", "static fabric energy (J)"), ("energy_J", "energy (J)"),
+            ("static_J", "static fabric energy (J, GPU share)"), ("energy_J", "energy (J)"),
             ("J_per_token", "energy per token (J)"), ("tokens_per_s_per_kW", "tokens/s per kW"),
             ("avg_power_W", "average power (W)"),
             ("transport_pJ_per_byte", "transport pJ per byte"), ("ranks", "trace ranks"),

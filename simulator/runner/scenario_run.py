@@ -177,23 +177,31 @@ def attention_row(fabric: Fabric, item, engine: str, packet: PacketFor,
     if item.kind in ("decode", "prefill"):
         comm = row["communication_us"]
         row["bottleneck"] = "communication" if comm > row["compute_us"] else run.figures["bottleneck"]
-        row.update(_token_figures(fabric, item, run, result.makespan_s, energy.total_J, launch))
+        row.update(_token_figures(fabric, item, run, result.makespan_s, energy.total_dynamic_J,
+                                  energy.total_static_J, launch))
     row.update({k: _plain(run.figures[k]) for k in _FIGURES if k in run.figures and k not in row})
     return row
 
 
-def _token_figures(fabric: Fabric, item, run: AttentionRun, makespan_s: float, fabric_J: float,
-                   launch: str) -> dict:
-    """Per-layer kernel times (us), tokens per second, GPU energy and J per token of a step."""
+def _token_figures(fabric: Fabric, item, run: AttentionRun, makespan_s: float, transport_J: float,
+                   fabric_static_J: float, launch: str) -> dict:
+    """Per-layer kernel times (us), tokens per second, GPU energy and J per token of a step: the
+    GPUs' board energy, the transport energy of the bytes moved, and the group's share of the
+    fabric's static power, each reported apart."""
     f = run.figures
     gpus = select_gpus(fabric, item.tp)
     gk = gpu_kernels(fabric, gpus[0], launch)
     board = gpu_energy(f["power_state_s"], gk.power_W, len(gpus), makespan_s)
     tokens = item.batch if item.kind == "decode" else item.batch * item.context
-    total_J = board.total_J + fabric_J
+    # the fabric's static power is shared by all its GPUs; this group is charged its GPUs' share
+    # (assumption: the rest of the rack serves other groups meanwhile)
+    share = len(gpus) / len(fabric.gpus)
+    static_J = fabric_static_J * share
+    total_J = board.total_J + transport_J + static_J
     out = {k.replace("_s", "_us"): f[k] * US for k in _PER_LAYER_US}
     out.update({"tokens": tokens, "tokens_per_s": tokens / makespan_s if makespan_s else 0.0,
                 "gpu_J": board.total_J, "gpu_J_by_state": board.by_state_J, "energy_J": total_J,
+                "static_J": static_J, "static_share": share,
                 "J_per_token": total_J / tokens if tokens else None,
                 "avg_power_W": total_J / makespan_s if makespan_s else 0.0,
                 "bound_us": {k: v * US for k, v in f["bound_s"].items() if v > 0},

@@ -190,6 +190,13 @@ class ScenarioModel(_Item):
     faults: list[FaultSpec] = []
     """Faults (as in a topology's ``faults:``, docs/faults.md) applied to every topology: each then
     runs healthy and degraded, side by side (as ``run --fault``)."""
+    launch: Literal["graph", "eager"] = "graph"
+    """How decode, prefill and Chakra kernels are launched: ``graph`` (a CUDA graph, as serving
+    engines run decode: 0.9 us fixed cost per kernel on Hopper) or ``eager`` (from Python, host-bound);
+    ``run --launch`` overrides it."""
+    parts: list[str] = []
+    """Parts or calibration files (``fabricsim calibrate`` output; relative to the scenario file)
+    applied to every topology after its own ``parts:``; ``--parts`` adds more."""
     _sources: Any = PrivateAttr(default=None)
     """Where each value was written (a SourceMap), so checks against a topology name FILE:LINE."""
 
