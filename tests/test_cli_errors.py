@@ -66,12 +66,12 @@ def test_scenario_value_mistakes_are_all_reported_with_file_and_line(tmp_path):
   - {kind: collective, name: bad size, op: all_reduce, sizes: "256x"}
   - kind: decode
     name: gqa
-    model: {layers: 2, hidden: 4096, heads: 32, kv_heads: 7, head_dim: 128}
+    model: {layers: 2, hidden: 4096, heads: 32, kv_heads: 7, head_dim: 128, ffn_hidden: 14336, vocab: 128256}
     context: 1024
     tp: 8
   - kind: prefill
     name: tp3
-    model: {layers: 2, hidden: 4096, heads: 32, kv_heads: 8, head_dim: 128}
+    model: {layers: 2, hidden: 4096, heads: 32, kv_heads: 8, head_dim: 128, ffn_hidden: 14336, vocab: 128256}
     context: 1024
     tp: 3
 """)
@@ -89,7 +89,7 @@ def test_scenario_checked_against_every_topology_before_running(tmp_path):
   - {kind: copy, name: upload, op: h2d, sizes: 1M}
   - kind: decode
     name: too wide
-    model: {layers: 2, hidden: 4096, heads: 32, kv_heads: 8, head_dim: 128}
+    model: {layers: 2, hidden: 4096, heads: 32, kv_heads: 8, head_dim: 128, ffn_hidden: 14336, vocab: 128256}
     context: 1024
     tp: 16
   - {kind: collective, name: sharp, op: all_reduce, sizes: 1M, algo: nvls}

@@ -127,6 +127,27 @@ def test_faults_never_speed_nvl72_up_and_cost_at_most_the_capacity_lost(tmp_path
     assert all(ber12[k]["time_us"] == pytest.approx(healthy[k]["time_us"], rel=1e-3) for k in healthy)
 
 
+def test_ring_attention_zigzag_balances_the_causal_mask(tmp_path_factory):
+    # contiguous: the last GPU computes 2P - 1 half blocks per layer; zigzag: every GPU P of them
+    data = _run(ROOT / "scenarios" / "ring_attention.yaml", tmp_path_factory)
+    (system,) = data["systems"]
+    plain, zig = system["rows"]
+    assert zig["workload"] == "same, zigzag placement"
+    P = 8
+    assert plain["compute_us"] / zig["compute_us"] == pytest.approx((2 * P - 1) / P, rel=0.01)
+    assert plain["time_us"] / zig["time_us"] == pytest.approx((2 * P - 1) / P, rel=0.02)
+
+
+def test_shipped_model_items_name_their_model(tmp_path_factory):
+    # every decode, prefill and ring-attention item of a shipped scenario carries ffn_hidden and vocab
+    for path in SCENARIOS:
+        model, _ = load_scenario(path)
+        for item in model.workloads:
+            if item.kind in ("decode", "prefill", "ring_attention"):
+                assert item.model.ffn_hidden > 0 and item.model.vocab > 0, (path.name, item.name)
+                assert "config.json" in item.model.source, (path.name, item.name)
+
+
 def _write(tmp_path, text: str) -> Path:
     path = tmp_path / "s.yaml"
     path.write_text(text.replace("TOPO", str(ROOT / "topologies" / "teaching.yaml")))

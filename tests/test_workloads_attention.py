@@ -7,6 +7,7 @@ from simulator.engine.flow import run_flow
 from simulator.topology.fabric import Channel, Fabric, Node
 from simulator.topology.synthetic import default_credit, star
 from simulator.workloads.attention import GpuRoofline, ModelShape, decode_step, kv_transfer, prefill, ring_attention
+from simulator.workloads.attention.ring_attention import StepWork, step_compute_s, step_work
 from simulator.workloads.copies import build_copy
 
 H100 = GpuRoofline("h100", hbm_Bps=3.35e12, bf16_flops=989e12, fp8_flops=1979e12, sms=132)  # datasheet
@@ -26,6 +27,70 @@ def test_ring_attention_hides_kv_rotation_behind_compute():
     run = ring_attention(slow, slow.gpus, H100, m, layers=1)
     assert not run.figures["overlapped"]
     assert run_flow(slow, run.workload).makespan_s > 4 * run.figures["step_compute_s"] * 1.5
+
+
+@pytest.mark.parametrize("placement", ["contiguous", "zigzag"])
+@pytest.mark.parametrize("P", [2, 3, 4, 8])
+def test_the_causal_mask_halves_the_work_over_the_p_steps(P, placement):
+    c = 1024  # tokens per chunk
+    Tb = c * (2 if placement == "zigzag" else 1)  # tokens per GPU
+    pairs = sum(step_work(placement, P, i, s, c).pairs for i in range(P) for s in range(P))
+    assert pairs == P * P * Tb * Tb / 2  # the unmasked (query, key) pairs of a T x T causal matrix: T^2 / 2
+    T = P * Tb
+    assert pairs == pytest.approx(T * (T + 1) / 2, rel=1 / c)  # exact causal count, up to the diagonal tiles
+
+
+def test_contiguous_placement_idles_gpu_i_on_p_minus_1_minus_i_steps():
+    P, Tb = 8, 4096
+    for i in range(P):
+        works = [step_work("contiguous", P, i, s, Tb) for s in range(P)]
+        assert works[0].pairs == Tb * Tb / 2  # the diagonal block, half
+        assert [w.pairs for w in works[1:]] == [Tb * Tb] * i + [0.0] * (P - 1 - i)  # earlier blocks, then masked
+
+
+def test_zigzag_gives_every_gpu_half_a_block_on_every_step():
+    P, c = 8, 2048
+    Tb = 2 * c
+    for i in range(P):
+        for s in range(P):
+            w = step_work("zigzag", P, i, s, c)
+            assert w.pairs == Tb * Tb / 2, (i, s)
+
+
+def test_ring_attention_time_follows_the_busiest_gpu():
+    P = 8
+    f = star(P, rate_Bps=450e9)
+    m = ModelShape(batch=1, context=131072, **LLAMA70B)
+    runs = {p: ring_attention(f, f.gpus, H100, m, layers=1, placement=p) for p in ("contiguous", "zigzag")}
+    plain, zig = runs["contiguous"].figures, runs["zigzag"].figures
+    full = plain["full_block_compute_s"]
+    # compute bound (16k x 16k blocks): half the pairs, half the time
+    assert step_compute_s(H100, m, StepWork(16384 * 16384 / 2, 16384, 16384)) == pytest.approx(full / 2, rel=1e-9)
+    assert step_compute_s(H100, m, StepWork(0.0, 0, 0)) == 0.0
+    # contiguous: GPU i computes i + 1/2 blocks per layer; the last one 2P - 1 halves, the first one
+    assert plain["gpu_compute_per_layer_s"] == pytest.approx([(i + 0.5) * full for i in range(P)], rel=1e-9)
+    assert plain["idle_steps_per_layer"] == [P - 1 - i for i in range(P)]
+    assert plain["load_imbalance"] == pytest.approx((P - 0.5) / (P / 2))
+    # zigzag: every GPU P / 2 blocks per layer
+    assert zig["gpu_compute_per_layer_s"] == pytest.approx([P / 2 * full] * P, rel=1e-6)
+    assert zig["load_imbalance"] == pytest.approx(1.0) and zig["idle_steps_per_layer"] == [0] * P
+    for fig in (plain, zig):
+        assert fig["causal_work_fraction"] == 0.5
+        assert fig["overlapped"]
+        assert fig["ideal_time_s"] == pytest.approx(P * fig["step_compute_s"], rel=1e-9)  # the busiest GPU's sum
+    assert plain["ideal_time_s"] / zig["ideal_time_s"] == pytest.approx((2 * P - 1) / P, rel=1e-6)
+    for p, run in runs.items():
+        assert run_flow(f, run.workload).makespan_s == pytest.approx(run.figures["ideal_time_s"], rel=0.01), p
+        assert run.figures["simplifications"][0].startswith(f"{p} placement")
+
+
+def test_ring_attention_states_its_simplifications():
+    f = star(4, rate_Bps=450e9)
+    m = ModelShape(batch=1, context=4096, **LLAMA70B)
+    notes = ring_attention(f, f.gpus, H100, m, layers=1).figures["simplifications"]
+    assert notes[0].startswith("contiguous placement: the causal mask leaves GPU i idle")
+    assert any(n.startswith("attention only") for n in notes)
+    assert any("roofline" in n for n in notes)
 
 
 def _pcie_box(rate_Bps=32e9):

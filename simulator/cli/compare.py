@@ -27,10 +27,15 @@ def register(app: typer.Typer) -> None:
         fault: FaultOpt = None,
         parts: PartsOpt = None,
         launch: LaunchOpt = None,
+        allow_oversubscribe: Annotated[bool, typer.Option(
+            "--allow-oversubscribe", help="Run decode, prefill and ring-attention items whose weights + KV cache + "
+                                          "activations exceed a GPU's HBM anyway, with a warning (the scenario's "
+                                          "allow_oversubscribe: true).")] = False,
     ) -> None:
         """Compare systems: time, busbw, p99 packet latency (packet engine), energy per op, static power, with
         a ratio column.
         With --fault every system runs healthy and degraded, side by side."""
+        from simulator.cli.run import print_warnings
         from simulator.reports.export import write_json
         from simulator.runner.scenario_run import run_scenario
         from simulator.reports.scenario_text import print_scenario, scenario_plot
@@ -52,6 +57,8 @@ def register(app: typer.Typer) -> None:
             model = model.model_copy(update={"topologies": topologies, "engine": engine})
         else:
             model = op_scenario(topologies, op, sizes, gpus, engine)
+        if allow_oversubscribe:
+            model = model.model_copy(update={"allow_oversubscribe": True})
         from simulator.cli.progress import ScenarioStatus
 
         specs, locate = fault_specs(fault or [])
@@ -62,10 +69,12 @@ def register(app: typer.Typer) -> None:
             shown = ScenarioStatus(console, status)
             systems = run_scenario(model, [Path(t) for t in topologies], on_plan=shown.plan, on_hops=shown.hops,
                                    faults=specs, locate_fault=locate, on_row=shown.row, parts=parts, launch=launch)
-        print_scenario(model, systems, report_console(stderr=json_path == "-"))
+        out = report_console(stderr=json_path == "-")
+        print_scenario(model, systems, out)
+        print_warnings(model, out)
         inputs = [*topologies, *([scenario] if scenario else []), *parts]
         if json_path:
-            write_json(json_path, {"systems": [s.as_dict() for s in systems]}, inputs)
+            write_json(json_path, {"systems": [s.as_dict() for s in systems], "warnings": list(model._warnings)}, inputs)
         if plot:
             scenario_plot(systems, plot)
         if power_plot:

@@ -10,6 +10,15 @@ from simulator.cli.common import (JSON_HELP, FaultOpt, LaunchOpt, PartsOpt, faul
                                   plain_console, report_console)
 
 
+def print_warnings(model, console) -> None:  # noqa: ANN001
+    """The scenario's warnings (items run although they do not fit in HBM: ``allow_oversubscribe``),
+    one yellow line each, after the tables."""
+    from rich.markup import escape
+
+    for line in model._warnings:
+        console.print(f"[yellow]warning:[/yellow] {escape(line)}", highlight=False, soft_wrap=True)
+
+
 def register(app: typer.Typer) -> None:
     @app.command()
     def run(
@@ -23,6 +32,10 @@ def register(app: typer.Typer) -> None:
         fault: FaultOpt = None,
         parts: PartsOpt = None,
         launch: LaunchOpt = None,
+        allow_oversubscribe: Annotated[bool, typer.Option(
+            "--allow-oversubscribe", help="Run decode, prefill and ring-attention items whose weights + KV cache + "
+                                          "activations exceed a GPU's HBM anyway, with a warning (the scenario's "
+                                          "allow_oversubscribe: true).")] = False,
     ) -> None:
         """Run a scenario; with two or more topologies, compare them side by side. With --fault every
         topology runs healthy and degraded, side by side."""
@@ -35,6 +48,8 @@ def register(app: typer.Typer) -> None:
 
         scenario = str(find(scenario, "scenarios"))
         model, topologies = load_scenario(scenario)
+        if allow_oversubscribe:
+            model = model.model_copy(update={"allow_oversubscribe": True})
         specs, locate = fault_specs(fault or [])
         parts, launch = parts_flags(parts), launch_flag(launch)
         inputs = [scenario, *map(str, topologies), *parts]
@@ -51,8 +66,10 @@ def register(app: typer.Typer) -> None:
             systems = run_scenario(model, topologies, observer=observer, faults=specs, locate_fault=locate,
                                    on_plan=shown.plan, on_hops=shown.hops, on_row=shown.row, parts=parts,
                                    launch=launch)
-        print_scenario(model, systems, report_console(stderr=json_path == "-"))
-        payload = {"scenario": model.name, "systems": [s.as_dict() for s in systems]}
+        out = report_console(stderr=json_path == "-")
+        print_scenario(model, systems, out)
+        print_warnings(model, out)
+        payload = {"scenario": model.name, "systems": [s.as_dict() for s in systems], "warnings": list(model._warnings)}
         if json_path:
             write_json(json_path, payload, inputs)
         if csv_path:

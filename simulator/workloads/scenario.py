@@ -10,16 +10,26 @@ each one of the kinds below (``kind:`` selects it). Paths are relative to the sc
       - {kind: collective, name: all_reduce sweep, op: all_reduce, gpus: 72, sizes: "1M:1G"}
       - kind: decode
         name: Llama-3-70B decode, TP8, batch 1
-        model: {layers: 80, hidden: 8192, heads: 64, kv_heads: 8, head_dim: 128, ffn_hidden: 28672}
+        model: llama-3-70b
         batch: 1
         context: 8192
         tp: 8
+
+``model:`` is a named model of ``simulator/workloads/models.yaml`` (``llama-3-70b``, ``llama-3-8b``,
+``llama-3.1-405b``...: published config.json numbers with their source), a named model with some
+fields overridden (``{preset: llama-3-70b, dtype: fp8}``), or every number written out
+(``{layers: 80, hidden: 8192, heads: 64, kv_heads: 8, head_dim: 128, ffn_hidden: 28672, vocab: 128256}``).
+Decode, prefill and ring attention need ``ffn_hidden`` and ``vocab`` (the MLP, the embedding and
+the LM head are part of the step and of the HBM footprint); a KV transfer moves only the cache and
+may leave them out. Before anything runs, each decode, prefill and ring-attention item's weights +
+KV cache + activations per GPU are checked against the GPU's HBM (``allow_oversubscribe: true``
+turns the error into a warning).
 """
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Any, Literal, Union
+from typing import Annotated, Any, ClassVar, Literal, Union
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, model_validator
 
@@ -40,18 +50,94 @@ class _Item(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
 
-class ModelSpec(_Item):
-    """Transformer shape (from the model's published config)."""
+_CONFIG_KEYS = {
+    "layers": ("transformer layers", "num_hidden_layers"),
+    "hidden": ("hidden size", "hidden_size"),
+    "heads": ("query heads", "num_attention_heads"),
+    "kv_heads": ("key/value heads", "num_key_value_heads"),
+    "head_dim": ("dimension of one head", "head_dim, or hidden_size / num_attention_heads"),
+    "ffn_hidden": ("the MLP inner width", "intermediate_size"),
+    "vocab": ("the vocabulary size, rows of the embedding and the LM head", "vocab_size"),
+}
+"""Each shape field: what it is and the key of a Hugging Face config.json that gives it."""
 
+
+class ModelSpec(_Item):
+    """Transformer shape: a named model (``model: llama-3-70b``, ``simulator/workloads/models.yaml``),
+    a named model with overrides (``{preset: llama-3-70b, dtype: fp8}``), or the published config's
+    numbers written out."""
+
+    optional: ClassVar[tuple[str, ...]] = ()
+    """Shape fields this kind of item may leave out (none: decode, prefill and ring attention run
+    the whole layer and hold the whole model)."""
+    preset: str = ""
+    """Named model whose published numbers fill every field not written here (models.yaml; the
+    Hugging Face id works too); empty when every number is written out."""
     layers: int = Field(ge=1)
+    """Transformer layers (config.json num_hidden_layers)."""
     hidden: int = Field(ge=1)
+    """Hidden size (config.json hidden_size)."""
     heads: int = Field(ge=1)
+    """Attention (query) heads (config.json num_attention_heads)."""
     kv_heads: int = Field(ge=1)
+    """Key/value heads, GQA (config.json num_key_value_heads)."""
     head_dim: int = Field(ge=1)
-    ffn_hidden: int = Field(default=0, ge=0)
+    """Dimension of one head (config.json head_dim, or hidden_size / num_attention_heads)."""
+    ffn_hidden: int = Field(ge=0)
+    """MLP inner width of the gated MLP (config.json intermediate_size); required: 0, written out,
+    means a model without an MLP."""
+    vocab: int = Field(ge=0)
+    """Vocabulary size (config.json vocab_size): the embedding and the LM head, vocab x hidden each;
+    required: 0, written out, leaves both out."""
     dtype: Literal[tuple(DTYPE_BYTES)] = "bf16"  # type: ignore[valid-type]
+    """Element type of weights, activations and KV cache."""
     source: str = ""
-    """Where the shape comes from (model card, config.json)."""
+    """Where the shape comes from (model card, config.json); a preset fills in its own."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _preset_and_required(cls, data: Any) -> Any:
+        """Expand a named model (a string, or ``preset:``) under the fields written beside it, and
+        name every missing shape field with what it is and where a config.json gives it."""
+        from simulator.errors import unknown_choice
+        from simulator.workloads.models import SHAPE_FIELDS, find_preset, preset_names
+
+        if isinstance(data, str):
+            data = {"preset": data}
+        if not isinstance(data, dict):
+            return data
+        name = data.get("preset")
+        if isinstance(name, str) and name:
+            found = find_preset(name)
+            if found is None:
+                raise ValueError(unknown_choice("model", name, preset_names()).message
+                                 + " (simulator/workloads/models.yaml; or write the numbers out)")
+            key, preset = found
+            written = {k: v for k, v in data.items() if k != "preset"}
+            changed = sorted(k for k in written if k in SHAPE_FIELDS and written[k] != getattr(preset, k))
+            base = preset.fields()
+            if changed and "source" not in written:
+                base["source"] = f"{preset.source}; {', '.join(changed)} overridden in the scenario"
+            data = {**base, **written, "preset": key}
+            return data
+        missing = [k for k in _CONFIG_KEYS if k not in data and k not in cls.optional]
+        if missing:
+            said = [f"{k} ({_CONFIG_KEYS[k][0]}: config.json {_CONFIG_KEYS[k][1]})" for k in missing]
+            what = said[0] if len(said) == 1 else f"{', '.join(said[:-1])} and {said[-1]}"
+            raise ValueError(f"missing {what}; or name a model instead of the numbers "
+                             f"(model: llama-3-70b; known: {', '.join(preset_names())})")
+        return data
+
+
+class KvModelSpec(ModelSpec):
+    """Transformer shape of a KV transfer: as for the other items, but only layers, kv_heads and
+    head_dim matter (the cache is what moves), so ``ffn_hidden`` and ``vocab`` may be left out."""
+
+    optional: ClassVar[tuple[str, ...]] = ("ffn_hidden", "vocab")
+    ffn_hidden: int = Field(default=0, ge=0)
+    """MLP inner width (config.json intermediate_size); not used by a KV transfer."""
+    vocab: int = Field(default=0, ge=0)
+    """Vocabulary size (config.json vocab_size); not used by a KV transfer."""
 
 
 class CollectiveItem(_Item):
@@ -87,7 +173,7 @@ class _ModelItem(_Item):
         m = self.model
         return ModelShape(layers=m.layers, hidden=m.hidden, heads=m.heads, kv_heads=m.kv_heads,
                           head_dim=m.head_dim, batch=self.batch, context=self.context, tp=tp,
-                          dtype=m.dtype, ffn_hidden=m.ffn_hidden)
+                          dtype=m.dtype, ffn_hidden=m.ffn_hidden, vocab=m.vocab)
 
 
 class DecodeItem(_ModelItem):
@@ -107,6 +193,8 @@ class KvTransferItem(_ModelItem):
     """PagedAttention KV cache of ``batch`` x ``context`` tokens, prefill GPU -> decode GPU."""
 
     kind: Literal["kv_transfer"]
+    model: KvModelSpec
+    """Transformer shape (below); ``ffn_hidden`` and ``vocab`` may be left out."""
     src: int = Field(default=0, ge=0)
     """Rank of the prefill GPU."""
     dst: int | Literal["farthest", "nearest"] = "farthest"
@@ -121,7 +209,11 @@ class RingAttentionItem(_ModelItem):
     kind: Literal["ring_attention"]
     gpus: int = Field(ge=2)
     layers: int | None = Field(default=None, ge=1)
-    """Layers to simulate (default: all of the model's)."""
+    """Layers to simulate (default: all of the model's); the HBM check counts the whole model."""
+    placement: Literal["contiguous", "zigzag"] = "contiguous"
+    """How the context is cut over the ring: ``contiguous`` (GPU i holds the i-th T/P tokens; the
+    causal mask leaves GPU i idle on P - 1 - i of the P steps) or ``zigzag`` (2P chunks, GPU i holds
+    chunks i and 2P - 1 - i: every step costs every GPU the same)."""
 
 
 class ChakraItem(_Item):
@@ -197,8 +289,14 @@ class ScenarioModel(_Item):
     parts: list[str] = []
     """Parts or calibration files (``fabricsim calibrate`` output; relative to the scenario file)
     applied to every topology after its own ``parts:``; ``--parts`` adds more."""
+    allow_oversubscribe: bool = False
+    """Run decode, prefill and ring-attention items whose weights + KV cache + activations exceed the
+    GPU's HBM anyway, with a warning instead of an error (``run --allow-oversubscribe`` sets it)."""
     _sources: Any = PrivateAttr(default=None)
     """Where each value was written (a SourceMap), so checks against a topology name FILE:LINE."""
+    _warnings: list = PrivateAttr(default_factory=list)
+    """Warnings of the checks against the fabrics (``check_on_fabrics``): one line each, FILE:LINE first.
+    The list is shared with ``model_copy`` copies, so a copy's checks reach the original."""
 
     @model_validator(mode="after")
     def _something_to_run(self) -> "ScenarioModel":
@@ -307,6 +405,15 @@ def value_problems(scenario: ScenarioModel, sources) -> list[InputError]:  # noq
             if heads:
                 field, why = heads
                 problems.append(sources.error((*here, "model", field) if field == "kv_heads" else (*here, field), why))
+        if isinstance(item, RingAttentionItem):
+            parts = item.gpus * (2 if item.placement == "zigzag" else 1)
+            if item.context % parts:
+                cut = (f"{parts} equal chunks (2 per GPU, zigzag)" if item.placement == "zigzag"
+                       else f"{item.gpus} equal blocks (one per GPU)")
+                lower, upper = item.context // parts * parts, -(-item.context // parts) * parts
+                problems.append(sources.error((*here, "context"), (
+                    f"{item.context} tokens do not split into {cut}; "
+                    f"use a multiple of {parts} ({lower or parts} or {upper})")))
     for i, job in enumerate(scenario.jobs):
         why = _sizes_problem(job.size)
         if why:
@@ -364,9 +471,91 @@ def fabric_problems(scenario: ScenarioModel, fabric: Fabric, topology: str) -> l
     return problems
 
 
-def check_on_fabrics(scenario: ScenarioModel, fabrics: list[Fabric], topologies: list) -> None:
-    """Raise every problem of ``scenario`` on every fabric at once (exit 2 before anything runs)."""
-    raise_all([p for fabric, topo in zip(fabrics, topologies) for p in fabric_problems(scenario, fabric, str(topo))])
+def gpu_hbm_bytes(fabric: Fabric, gpu: str) -> tuple[str, float]:
+    """(part name, HBM bytes) of ``gpu``: the fabric's own GPU spec (its parts and calibration files
+    applied), else the catalog's."""
+    from simulator.hardware.catalog import load_catalog
+
+    part = fabric.nodes[gpu].part
+    spec = getattr(fabric, "gpu_specs", {}).get(part)
+    if spec is None:
+        spec = load_catalog().device(part).gpu
+    if spec is None:
+        raise InputError(f"part {part!r} of {gpu} has no GPU figures (hbm_bytes) to check the model against")
+    return part, float(spec.hbm_bytes)
+
+
+def item_footprint(item: _ModelItem, fabric: Fabric) -> dict | None:
+    """Per-GPU HBM footprint (``attention.memory.footprint``) of a decode, prefill or ring-attention
+    item on ``fabric``'s first GPU, with its ``hbm_B`` and ``fits``; None for other items or when the
+    item asks for more GPUs than the fabric has (reported as that)."""
+    from simulator.workloads.attention.memory import footprint
+
+    if not fabric.gpus:
+        return None
+    if isinstance(item, (DecodeItem, PrefillItem)) and item.tp <= len(fabric.gpus):
+        shape, phase, cp = item.shape(item.tp), item.kind, 1
+    elif isinstance(item, RingAttentionItem) and item.gpus <= len(fabric.gpus):
+        shape, phase, cp = item.shape(1), "ring_attention", item.gpus
+    else:
+        return None
+    part, hbm = gpu_hbm_bytes(fabric, fabric.gpus[0])
+    return {**footprint(shape, phase, cp, hbm), "gpu": part}
+
+
+def memory_problems(scenario: ScenarioModel, fabric: Fabric, topology: str) -> list[InputError]:
+    """Every decode, prefill and ring-attention item whose weights + KV cache + activations per GPU
+    exceed the HBM of ``fabric``'s GPU, at the item's FILE:LINE (with ``allow_oversubscribe`` the
+    message says it runs anyway: a warning's text)."""
+    from simulator.workloads.attention.memory import describe
+
+    problems: list[InputError] = []
+    for i, item in enumerate(scenario.workloads):
+        f = item_footprint(item, fabric) if isinstance(item, _ModelItem) else None
+        if f is None or f["fits"]:
+            continue
+        if isinstance(item, RingAttentionItem):
+            fix = "raise gpus, lower batch or context"
+            if f["weights_B"] > f["hbm_B"]:
+                fix = "the weights alone do not fit and ring attention here has no tensor parallelism: use a smaller model"
+        else:
+            fix = "raise tp, lower batch or context"
+        message = f"needs {describe(f)} but {f['gpu']} has {f['hbm_B'] / 1e9:.0f} GB (on {Path(topology).name}); "
+        message += ("running anyway (allow_oversubscribe: true): the time assumes it fits"
+                    if scenario.allow_oversubscribe else f"{fix}, or set allow_oversubscribe: true")
+        path = ("workloads", i)
+        if scenario._sources is not None:
+            problems.append(scenario._sources.error(path, message))
+        else:
+            problems.append(InputError(message, field=f"workloads[{i}]"))
+    return problems
+
+
+def check_on_fabrics(scenario: ScenarioModel, fabrics: list[Fabric], topologies: list) -> list[str]:
+    """Raise every problem of ``scenario`` on every fabric at once (exit 2 before anything runs).
+    Items that do not fit in HBM are problems too, unless ``allow_oversubscribe``: then each is a
+    warning line, returned and kept in ``scenario._warnings`` (shared with the scenario it was copied
+    from) for the command to print and write with its results."""
+    problems, over = [], []
+    for fabric, topo in zip(fabrics, topologies):
+        problems += fabric_problems(scenario, fabric, str(topo))
+        over += memory_problems(scenario, fabric, str(topo))
+    if not scenario.allow_oversubscribe:
+        problems += over
+    raise_all(_unique(problems))
+    warnings = _unique([str(e) for e in over]) if scenario.allow_oversubscribe else []
+    scenario._warnings.extend(w for w in warnings if w not in scenario._warnings)
+    return warnings
+
+
+def _unique(items: list) -> list:
+    """``items`` without repeats (by text), in order: a degraded copy of a fabric repeats its problems."""
+    seen, out = set(), []
+    for item in items:
+        if str(item) not in seen:
+            seen.add(str(item))
+            out.append(item)
+    return out
 
 
 def _check_job_ranks(scenario: ScenarioModel, sources) -> None:  # noqa: ANN001

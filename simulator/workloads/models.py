@@ -1,0 +1,70 @@
+"""Named transformer shapes (``simulator/workloads/models.yaml``): published config.json numbers, each
+with its source, so a scenario may write ``model: llama-3-70b`` or ``model: {preset: llama-3-70b,
+dtype: fp8}`` (a preset with some of its fields overridden) instead of copying seven numbers (and forgetting one).
+
+Names are matched without regard to case; a model's Hugging Face id (``meta-llama/Meta-Llama-3-70B``)
+is an alias of its short name.
+"""
+
+from __future__ import annotations
+
+import functools
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict, Field
+
+MODELS_FILE = Path(__file__).with_name("models.yaml")
+SHAPE_FIELDS = ("layers", "hidden", "heads", "kv_heads", "head_dim", "ffn_hidden", "vocab")
+"""The shape numbers a preset gives (``ModelSpec``'s fields of the same names)."""
+
+
+class ModelPreset(BaseModel):
+    """One named model of models.yaml."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    aliases: list[str] = []
+    """Other names (the Hugging Face id) that select this model."""
+    layers: int = Field(ge=1)
+    hidden: int = Field(ge=1)
+    heads: int = Field(ge=1)
+    kv_heads: int = Field(ge=1)
+    head_dim: int = Field(ge=1)
+    ffn_hidden: int = Field(ge=1)
+    vocab: int = Field(ge=1)
+    source: str = Field(min_length=1)
+    """Where the numbers come from (the model's config.json)."""
+
+    def fields(self) -> dict:
+        """The ModelSpec fields this preset sets (shape and source)."""
+        return {**{k: getattr(self, k) for k in SHAPE_FIELDS}, "source": self.source}
+
+
+class _ModelsFile(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    models: dict[str, ModelPreset] = Field(min_length=1)
+
+
+@functools.lru_cache(maxsize=None)
+def presets() -> dict[str, ModelPreset]:
+    """Every named model, by its short name (validated; an error names models.yaml's line)."""
+    from simulator.topology.loader import load_yaml
+    from simulator.topology.validate import validate_model
+
+    data, sources = load_yaml(MODELS_FILE)
+    return dict(validate_model(_ModelsFile, data, sources).models)
+
+
+def preset_names() -> list[str]:
+    """Short names of the named models, in file order."""
+    return list(presets())
+
+
+def find_preset(name: str) -> tuple[str, ModelPreset] | None:
+    """(short name, preset) for ``name`` or one of its aliases, any case; None if unknown."""
+    folded = name.strip().lower()
+    for key, preset in presets().items():
+        if folded == key.lower() or folded in (a.lower() for a in preset.aliases):
+            return key, preset
+    return None
