@@ -135,7 +135,7 @@ def _attention_run(fabric: Fabric, item, launch: str) -> AttentionRun:
         gpus = select_gpus(fabric, item.gpus)
         spec = gpu_kernels(fabric, gpus[0], launch).spec
         return ring_attention(fabric, gpus, GpuRoofline.of(spec, fabric.nodes[gpus[0]].part), item.shape(1),
-                              item.layers)
+                              item.layers, item.placement)
     src, dst = pick_peer(fabric, item.src, item.dst)
     return kv_transfer(fabric, src, dst, item.shape(1), item.block_tokens)
 
@@ -143,7 +143,8 @@ def _attention_run(fabric: Fabric, item, launch: str) -> AttentionRun:
 _FIGURES = ("bottleneck", "attention_bound", "sm_occupancy", "sm_occupancy_flash_attention",
             "sm_occupancy_flash_decoding", "allreduce_algo", "allreduce_protocol", "link_kinds",
             "overlapped", "blocks_per_layer", "block_bytes", "step_bound", "attention_ctas", "attention_kernel",
-            "kernels_per_layer", "kernels_per_step", "launch", "kernel_sequence", "allreduces_per_step")
+            "kernels_per_layer", "kernels_per_step", "launch", "kernel_sequence", "allreduces_per_step",
+            "placement", "load_imbalance", "idle_steps_per_layer", "simplifications")
 _PER_LAYER_US = ("attention_per_layer_s", "gemm_per_layer_s", "other_per_layer_s", "layer_compute_s")
 
 
