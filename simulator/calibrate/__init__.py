@@ -1,1 +1,5 @@
-"""fabricsim calibrate: microbenchmarks on a CUDA GPU (microbench.py, PyTorch imported lazily) and the fit that turns them into a kernel-constant override file (fit.py, pure Python)."""
+"""fabricsim calibrate: microbenchmarks on a CUDA GPU (``microbench.py``: the standard library and,
+imported inside functions, PyTorch and Triton, so it runs alone on a GPU host), the fit that turns
+a run into kernel constants (``fit.py``: numpy), and the override file they are written to
+(``write.py``). Imports nothing itself, so that ``python3 -m simulator.calibrate.microbench`` needs
+no pydantic."""
