@@ -1,5 +1,5 @@
 """The list of command modules; each defines ``register(app)``."""
 
-from simulator.cli import bench, chakra_example, compare, describe, lab, listing, run, sweep, validate
+from simulator.cli import bench, calibrate, chakra_example, compare, describe, lab, listing, run, sweep, validate
 
-MODULES = [describe, bench, run, compare, sweep, validate, lab, chakra_example, listing]
+MODULES = [describe, bench, run, compare, sweep, validate, lab, chakra_example, listing, calibrate]

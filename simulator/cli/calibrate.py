@@ -1,0 +1,171 @@
+"""``fabricsim calibrate [-o FILE] [--from-json RAW.json] [--raw-out RAW.json] [--force] [--json F]``:
+measure this machine's GPU (PyTorch with CUDA: ``pip install 'fabricsim[calibrate]'``) or read a
+recorded run, fit the kernel model's constants, write them as a parts override file, and print
+every microbenchmark point against the fitted model."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any, Optional
+
+import typer
+
+from simulator.cli.common import JSON_HELP
+from simulator.errors import InputError
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    from simulator.calibrate.fit import Calibration
+
+NO_TORCH = "fabricsim calibrate needs PyTorch with CUDA: pip install 'fabricsim[calibrate]'"
+
+
+def register(app: typer.Typer) -> None:
+    @app.command()
+    def calibrate(
+        output: Annotated[Optional[str], typer.Option(
+            "-o", "--output", help="The override file to write (default: calibration-<gpu part>.yaml here).")] = None,
+        from_json: Annotated[Optional[str], typer.Option(
+            "--from-json", help="Fit a recorded run (microbench JSON) instead of measuring; needs no GPU.")] = None,
+        raw_out: Annotated[Optional[str], typer.Option(
+            "--raw-out", help="Also keep the raw microbenchmark results (JSON) here.")] = None,
+        force: Annotated[bool, typer.Option("--force", help="Replace an existing output file.")] = False,
+        json_path: Annotated[Optional[str], typer.Option(
+            "--json", help="Write the fit and every point checked as JSON to this file" + JSON_HELP)] = None,
+    ) -> None:
+        """Measure the GPU (or read a recorded run), fit the kernel model, write a calibration file."""
+        from simulator.calibrate.fit import gpu_part
+
+        to_stdout = json_path == "-"
+        for path in (output, raw_out):
+            if path and Path(path).exists() and not force:
+                raise InputError("file exists; pass --force to replace it", file=path)
+        if from_json:
+            doc = read_run(from_json)
+            source = from_json
+        else:
+            from simulator.calibrate import microbench
+
+            why = microbench.available()
+            if why:
+                typer.echo(why, err=True)
+                raise typer.Exit(2)
+            import torch
+
+            gpu_part(torch.cuda.get_device_name(0))  # an unknown GPU fails before a minute of measuring
+            if raw_out:
+                _check_folder(raw_out)
+            doc = microbench.run_all(None, stderr=to_stdout)
+            source = "<this run>"
+            if raw_out:
+                from simulator.calibrate.write import write
+
+                write(raw_out, json.dumps(doc, indent=1) + "\n", force=force)
+        show_raw = raw_out or from_json
+        result = run_fit(doc, source, Path(show_raw).name if show_raw else None)
+        cal, text = result
+        target = output or f"calibration-{cal.part}.yaml"
+        from simulator.calibrate.write import write
+
+        write(target, text, force=force, inputs=[p for p in (from_json, raw_out) if p])
+        from simulator.cli.common import report_console
+
+        console = report_console(stderr=to_stdout)
+        print_report(cal, console)
+        console.print(f"wrote {target}: pass it with --parts {target} or list it under a topology's parts:",
+                      markup=False, highlight=False)
+        if json_path:
+            from simulator.reports.export import write_json
+
+            write_json(json_path, {**cal.as_dict(), "file": str(target)},
+                       [p for p in (from_json, raw_out, target) if p])
+
+
+def _check_folder(path: str) -> None:
+    folder = Path(path).parent
+    if str(folder) and not folder.is_dir():
+        raise InputError(f"output folder {folder} does not exist", file=path)
+
+
+def read_run(path: str) -> dict[str, Any]:
+    """A recorded microbench run (JSON); errors name the file (and line, for bad JSON)."""
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except OSError as err:
+        raise InputError(f"cannot read the run: {err.strerror or err}", file=path) from None
+    try:
+        doc = json.loads(text)
+    except json.JSONDecodeError as err:
+        raise InputError(f"broken JSON: {err.msg}", file=path, line=err.lineno) from None
+    from simulator.calibrate.fit import check_document
+
+    check_document(doc, path)
+    return doc
+
+
+def run_fit(doc: dict[str, Any], source: str, raw: str | None) -> tuple[Calibration, str]:
+    from simulator import __version__
+    from simulator.calibrate.write import calibrate as fit_and_check
+
+    return fit_and_check(doc, source=source, version=__version__, raw=raw)
+
+
+def _time(seconds: float) -> str:
+    if seconds >= 1e-3:
+        return f"{seconds * 1e3:,.3f} ms"
+    return f"{seconds * 1e6:,.2f} us"
+
+
+def _value(row: Any, value: float | None) -> str:
+    if value is None:
+        return "-"
+    return f"{value:,.0f} W" if row.unit == "W" else _time(value)
+
+
+def _err(error: float | None) -> str:
+    return "-" if error is None else f"{error * 100:+.1f}%"
+
+
+def print_report(cal: Calibration, console: Console) -> None:
+    """The fitted values, every point against the fitted model, and the worst error per bench."""
+    from rich.table import Table
+
+    from simulator.reports.fit import fit
+
+    values = Table(title=f"Fitted for {cal.gpu} ({cal.part}, {cal.architecture}), {cal.date[:10]}",
+                   title_justify="left", title_style="bold")
+    values.add_column("field")
+    values.add_column("value", justify="right")
+    for key, value in cal.values.items():
+        if isinstance(value, dict):
+            for sub, v in value.items():
+                values.add_row(f"{key}.{sub}", f"{v:.3f}")
+        elif key.endswith("_s"):
+            values.add_row(key, _time(value))
+        elif key.endswith("_Bps"):
+            values.add_row(key, f"{value / 1e9:,.1f} GB/s")
+        else:
+            values.add_row(key, f"{value:.3f}")
+    console.print(fit(values, console.width))
+    points = Table(title="Every microbenchmark point against the fitted model (error = model / measured - 1)",
+                   title_justify="left", title_style="bold")
+    for name, justify in (("bench", "left"), ("point", "left"), ("measured", "right"), ("model", "right"),
+                          ("error", "right"), ("achieved", "right")):
+        points.add_column(name, justify=justify)  # type: ignore[arg-type]
+    for row in cal.rows:
+        points.add_row(row.bench, row.point, _value(row, row.measured), _value(row, row.predicted), _err(row.error),
+                       row.achieved or "-")
+    console.print(fit(points, console.width, optional=["achieved"]))
+    worst = Table(title="Worst error per bench", title_justify="left", title_style="bold")
+    for name, justify in (("bench", "left"), ("points", "right"), ("worst point", "left"), ("error", "right"),
+                          ("median |error|", "right")):
+        worst.add_column(name, justify=justify)  # type: ignore[arg-type]
+    for bench, row in cal.worst().items():
+        errs = sorted(abs(r.error) for r in cal.rows if r.bench == bench and r.error is not None)
+        median = errs[len(errs) // 2] if len(errs) % 2 else (errs[len(errs) // 2 - 1] + errs[len(errs) // 2]) / 2
+        worst.add_row(bench, str(len(errs)), row.point, _err(row.error), f"{median * 100:.1f}%")
+    console.print(fit(worst, console.width))
+    for note in cal.notes:
+        console.print(f"note: {note}", markup=False, highlight=False)
