@@ -206,6 +206,14 @@ def apply_overrides(table: KernelTable, doc: YamlFile) -> KernelTable:
         if not isinstance(fields, dict):
             raise InputError("expected a mapping of fields", file=str(doc.path), line=doc.line_of(where),
                              field=".".join(map(str, where)))
+        if not isinstance(fields.get("sources", {}), dict):
+            raise InputError("sources: expected a mapping of field names to sources", file=str(doc.path),
+                             line=doc.line_of([*where, "sources"]), field=".".join(map(str, [*where, "sources"])))
+        stray = sorted(set(fields.get("sources") or {}) - set(fields))
+        if stray:
+            raise InputError(f"a source for {stray[0]!r}, which this file does not set (a built-in value must keep "
+                             "its own source)", file=str(doc.path), line=doc.line_of([*where, "sources", stray[0]]),
+                             field=".".join(map(str, [*where, "sources", stray[0]])))
         known = set(ArchitectureKernels.model_fields)
         for key in fields:
             if key not in known:
