@@ -190,10 +190,15 @@ def _gpu_side_rows() -> Iterator[tuple[str, str, str]]:
     from simulator.hardware.gpu_side import load_gpu_side
 
     table = load_gpu_side()
-    for path, part in (("library", table.library),
-                       *((f"architectures.{a}", s) for a, s in table.architectures.items())):
+    yield from _sourced_rows((("library", table.library),
+                              *((f"architectures.{a}", s) for a, s in table.architectures.items())))
+
+
+def _sourced_rows(parts) -> Iterator[tuple[str, str, str]]:  # noqa: ANN001 - (prefix, Part) pairs
+    """(prefix.field, value, source) of every sourced field of each (prefix, part)."""
+    for prefix, part in parts:
         for fname, source in part.sources.items():
-            yield f"{path}.{fname}", fmt(fname, getattr(part, fname)), source
+            yield f"{prefix}.{fname}", fmt(fname, getattr(part, fname)), source
 
 
 def gpu_side_section() -> str:
@@ -210,9 +215,7 @@ def _kernel_rows() -> Iterator[tuple[str, str, str]]:
     """(constant, value, source) of every number in kernels.yaml."""
     from simulator.hardware.kernels import load_kernel_table
 
-    for arch, part in load_kernel_table().architectures.items():
-        for fname, source in part.sources.items():
-            yield f"{arch}.{fname}", fmt(fname, getattr(part, fname)), source
+    yield from _sourced_rows(load_kernel_table().architectures.items())
 
 
 def kernels_section() -> str:
@@ -229,9 +232,7 @@ def _retry_rows() -> Iterator[tuple[str, str, str]]:
     """(constant, value, source) of every number in retry.yaml."""
     from simulator.hardware.retry import retry_parts
 
-    for kind, part in retry_parts().items():
-        for fname, source in part.sources.items():
-            yield f"{kind}.{fname}", fmt(fname, getattr(part, fname)), source
+    yield from _sourced_rows(retry_parts().items())
 
 
 def retry_section() -> str:

@@ -48,6 +48,21 @@ def parts_flags(values: list[str] | None) -> list[str]:
     return list(values or [])
 
 
+OversubscribeOpt = Annotated[bool, typer.Option(
+    "--allow-oversubscribe", help="Run decode, prefill and ring-attention items whose weights + KV cache + "
+                                  "activations exceed a GPU's HBM anyway, with a warning (the scenario's "
+                                  "allow_oversubscribe: true).")]
+
+
+def print_warnings(model, console) -> None:  # noqa: ANN001
+    """The scenario's warnings (items run although they do not fit in HBM: ``allow_oversubscribe``),
+    one yellow line each, after the tables."""
+    from rich.markup import escape
+
+    for line in model._warnings:
+        console.print(f"[yellow]warning:[/yellow] {escape(line)}", highlight=False, soft_wrap=True)
+
+
 FaultOpt = Annotated[Optional[list[str]], typer.Option(
     "--fault", help="A fault to apply (repeatable): KIND:key=value,... e.g. switch_down:enclosure=switch_tray0, "
                     "link_down:from=compute0.gpu0,to=switch_tray0.nvsw0, degraded_width:from=server.gpu0,to=server.psw0,"

@@ -7,8 +7,9 @@ from typing import Annotated, Optional
 
 import typer
 
-from simulator.cli.common import (JSON_HELP, EngineOpt, FaultOpt, LaunchOpt, PartsOpt, fault_specs, launch_flag,
-                                  parts_flags, plain_console, report_console)
+from simulator.cli.common import (JSON_HELP, EngineOpt, FaultOpt, LaunchOpt, OversubscribeOpt, PartsOpt,
+                                  fault_specs, launch_flag, parts_flags, plain_console, print_warnings,
+                                  report_console)
 from simulator.errors import InputError
 
 
@@ -27,15 +28,11 @@ def register(app: typer.Typer) -> None:
         fault: FaultOpt = None,
         parts: PartsOpt = None,
         launch: LaunchOpt = None,
-        allow_oversubscribe: Annotated[bool, typer.Option(
-            "--allow-oversubscribe", help="Run decode, prefill and ring-attention items whose weights + KV cache + "
-                                          "activations exceed a GPU's HBM anyway, with a warning (the scenario's "
-                                          "allow_oversubscribe: true).")] = False,
+        allow_oversubscribe: OversubscribeOpt = False,
     ) -> None:
         """Compare systems: time, busbw, p99 packet latency (packet engine), energy per op, static power, with
         a ratio column.
         With --fault every system runs healthy and degraded, side by side."""
-        from simulator.cli.run import print_warnings
         from simulator.reports.export import write_json
         from simulator.runner.scenario_run import run_scenario
         from simulator.reports.scenario_text import print_scenario, scenario_plot

@@ -6,17 +6,8 @@ from typing import Annotated, Optional
 
 import typer
 
-from simulator.cli.common import (JSON_HELP, FaultOpt, LaunchOpt, PartsOpt, fault_specs, launch_flag, parts_flags,
-                                  plain_console, report_console)
-
-
-def print_warnings(model, console) -> None:  # noqa: ANN001
-    """The scenario's warnings (items run although they do not fit in HBM: ``allow_oversubscribe``),
-    one yellow line each, after the tables."""
-    from rich.markup import escape
-
-    for line in model._warnings:
-        console.print(f"[yellow]warning:[/yellow] {escape(line)}", highlight=False, soft_wrap=True)
+from simulator.cli.common import (JSON_HELP, FaultOpt, LaunchOpt, OversubscribeOpt, PartsOpt, fault_specs,
+                                  launch_flag, parts_flags, plain_console, print_warnings, report_console)
 
 
 def register(app: typer.Typer) -> None:
@@ -32,10 +23,7 @@ def register(app: typer.Typer) -> None:
         fault: FaultOpt = None,
         parts: PartsOpt = None,
         launch: LaunchOpt = None,
-        allow_oversubscribe: Annotated[bool, typer.Option(
-            "--allow-oversubscribe", help="Run decode, prefill and ring-attention items whose weights + KV cache + "
-                                          "activations exceed a GPU's HBM anyway, with a warning (the scenario's "
-                                          "allow_oversubscribe: true).")] = False,
+        allow_oversubscribe: OversubscribeOpt = False,
     ) -> None:
         """Run a scenario; with two or more topologies, compare them side by side. With --fault every
         topology runs healthy and degraded, side by side."""

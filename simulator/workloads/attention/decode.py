@@ -56,11 +56,10 @@ def decode_step(fabric: Fabric, gpus: list[str], gk: GpuKernels, m: ModelShape,
                              embed_s=step.embed.time_s, head_s=step.head.time_s)
     n_ar = (2 * m.layers + (1 if m.vocab else 0)) if ar else 0
     figures = step_figures(gk, m, step, ar_s, n_ar)
-    other = step_cost(gk, m, "decode", not flash_decoding)
-    plain, split = (other, step) if flash_decoding else (step, other)
+    occupancy = {split: gk.decode_attention(m.batch, m.heads_per_gpu, m.kv_heads_per_gpu, m.context, m.head_dim,
+                                            m.dtype, split).sm_occupancy for split in (False, True)}
     figures.update({
-        "sm_occupancy_flash_attention": next(k for k in plain.attn.kernels if k.group == "attention").sm_occupancy,
-        "sm_occupancy_flash_decoding": next(k for k in split.attn.kernels if k.group == "attention").sm_occupancy,
+        "sm_occupancy_flash_attention": occupancy[False], "sm_occupancy_flash_decoding": occupancy[True],
         "allreduce_bytes": ar_bytes,
         "allreduce_algo": ar.meta["algo"] if ar else None, "allreduce_protocol": ar.meta["protocol"] if ar else None,
         "token_latency_s": figures["compute_s"] + figures["communication_s"],
