@@ -133,7 +133,7 @@ def test_extra_parts_file_adds_a_part_with_units(tmp_path):
     ("""\
      devices:
        x: [1, 2
-     """, 3, None, "broken YAML"),
+     """, 3, None, "YAML syntax error"),
 ])
 def test_bad_parts_file_reports_file_line_field(tmp_path, body, line, field, message):
     path = _write(tmp_path, body)

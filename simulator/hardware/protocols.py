@@ -14,9 +14,8 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Mapping
 
-import yaml
-
 from simulator.errors import InputError
+from simulator.hardware.yamlfile import load_file
 
 PROTOCOL_NAMES = ("LL", "LL128", "Simple")
 """Order of the three NCCL protocols in the ``values`` lists of the parts file."""
@@ -124,5 +123,4 @@ def parse_table(raw: dict) -> ProtocolTable:
 def load_protocols(path: str | None = None) -> ProtocolTable:
     """The protocol table from ``path`` (default: the built-in parts file). Cached; immutable."""
     file = Path(path) if path else _PARTS
-    with open(file, encoding="utf-8") as fh:
-        return parse_table(yaml.safe_load(fh))
+    return parse_table(load_file(file))

@@ -1,12 +1,13 @@
 """YAML reading that remembers where every value came from (file and line), with ``extends:``.
 
-The document is composed with PyYAML's SafeLoader into nodes that carry marks. A file may start
-with ``extends: base.yaml`` (relative to itself): the base document is composed first and this
-file's keys are merged over it (mappings key by key; lists of mappings whose items have a
-``name`` item by item, a new name appended; anything else replaced). The merged node tree is then
-turned into plain Python data plus a :class:`SourceMap` from data paths to ``(file, line)``, so a
-later error about ``links[2].cable.length`` points at the line the user wrote, in the file they
-wrote it in.
+The document is composed by ``hardware.yamlfile`` (safe, with limits on size, depth and alias
+expansion) into nodes that carry marks. A file may start with ``extends: base.yaml`` (relative to
+itself): the base document is composed first and this file's keys are merged over it (mappings key
+by key; lists of mappings whose items have a ``name`` item by item, a new name appended; anything
+else replaced). YAML merge keys (``<<: *defaults``) work inside a file. The merged node tree is
+then turned into plain Python data plus a :class:`SourceMap` from data paths to ``(file, line)``,
+so a later error about ``links[2].cable.length`` points at the line the user wrote, in the file
+they wrote it in.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from typing import Any
 import yaml
 
 from simulator.errors import InputError
+from simulator.hardware.yamlfile import compose, read_text
 
 Path_ = tuple[str | int, ...]
 """A data path: mapping keys and list indices from the document root, e.g. ``("links", 2, "cable")``."""
@@ -45,6 +47,8 @@ class SourceMap:
     file: str
     """The file the user named (errors without a better place point here)."""
     locations: dict[Path_, tuple[str, int]] = field(default_factory=dict)
+    files: list[str] = field(default_factory=list)
+    """Every file the document was read from: the file itself, then each file it ``extends:``."""
 
     def where(self, path: Path_) -> tuple[str, int | None]:
         """File and line of ``path``, or of its nearest ancestor that was written down."""
@@ -71,26 +75,15 @@ def _file_error(path: Path, message: str, ref: tuple[str, int] | None, field_: s
 
 
 def _compose(path: Path, ref: tuple[str, int] | None = None, field_: str | None = None) -> yaml.Node:
-    """Compose one YAML file into a node tree; syntax errors become located InputErrors."""
+    """Compose one YAML file into a node tree (``hardware.yamlfile``'s limits); errors become
+    located InputErrors."""
     if not path.is_file():
         raise _file_error(path, "no such file" if not path.exists() else "not a file", ref, field_)
     try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as err:
-        raise _file_error(path, f"cannot read: {err}", ref, field_) from None
-    loader = yaml.SafeLoader(text)
-    loader.name = str(path)
-    try:
-        node = loader.get_single_node()
-    except yaml.MarkedYAMLError as err:
-        mark = err.problem_mark or err.context_mark
-        what = " ".join(x for x in (err.context, err.problem) if x) or "YAML syntax error"
-        raise InputError(f"YAML syntax error: {what}", file=str(path),
-                         line=mark.line + 1 if mark else None) from None
-    except yaml.YAMLError as err:
-        raise InputError(f"YAML syntax error: {err}", file=str(path)) from None
-    finally:
-        loader.dispose()
+        text = read_text(path)
+    except InputError as err:
+        raise _file_error(path, err.message, ref, field_) from None
+    node, _ = compose(text, str(path))
     if node is None:
         raise InputError("the file is empty", file=str(path))
     if not isinstance(node, yaml.MappingNode):
@@ -100,8 +93,13 @@ def _compose(path: Path, ref: tuple[str, int] | None = None, field_: str | None 
     return node
 
 
-def _check_duplicate_keys(node: yaml.Node, path: Path) -> None:
-    """YAML silently keeps the last of two equal keys; a topology file treats that as a mistake."""
+def _check_duplicate_keys(node: yaml.Node, path: Path, done: set[int] | None = None) -> None:
+    """YAML silently keeps the last of two equal keys; a topology file treats that as a mistake.
+    A node an alias repeats is checked once (``done``: ids of the nodes checked)."""
+    done = set() if done is None else done
+    if id(node) in done:
+        return
+    done.add(id(node))
     if isinstance(node, yaml.MappingNode):
         seen: dict[Any, int] = {}
         for key, value in node.value:
@@ -110,10 +108,10 @@ def _check_duplicate_keys(node: yaml.Node, path: Path) -> None:
                     raise InputError(f"duplicate key {key.value!r} (first written on line {seen[key.value]})",
                                      file=str(path), line=_line(key), field=key.value)
                 seen[key.value] = _line(key)
-            _check_duplicate_keys(value, path)
+            _check_duplicate_keys(value, path, done)
     elif isinstance(node, yaml.SequenceNode):
         for item in node.value:
-            _check_duplicate_keys(item, path)
+            _check_duplicate_keys(item, path, done)
 
 
 def _get(node: yaml.MappingNode, key: str) -> tuple[yaml.Node, yaml.Node] | None:
@@ -160,7 +158,8 @@ def _merge(base: yaml.Node, over: yaml.Node) -> yaml.Node:
     return over
 
 
-def _resolve_extends(path: Path, node: yaml.MappingNode, chain: tuple[Path, ...]) -> yaml.Node:
+def _resolve_extends(path: Path, node: yaml.MappingNode, chain: tuple[Path, ...],
+                     read: list[str]) -> yaml.Node:
     entry = _get(node, EXTENDS_KEY)
     if entry is None:
         return node
@@ -173,13 +172,19 @@ def _resolve_extends(path: Path, node: yaml.MappingNode, chain: tuple[Path, ...]
         raise InputError(f"{value.value} extends itself (directly or through other files)",
                          file=ref[0], line=ref[1], field=EXTENDS_KEY)
     base = _compose(base_path, ref, EXTENDS_KEY)
-    base = _resolve_extends(base_path, base, chain + (base_path.resolve(),))
+    read.append(str(base_path))
+    base = _resolve_extends(base_path, base, chain + (base_path.resolve(),), read)
     own = yaml.MappingNode(node.tag, [(k, v) for k, v in node.value if k is not key],
                            node.start_mark, node.end_mark)
     merged = _merge(base, own)
     merged.value = [(k, v) for k, v in merged.value
                     if not (isinstance(k, yaml.ScalarNode) and k.value == EXTENDS_KEY)]
     return merged
+
+
+_PLAIN_TAGS = ("tag:yaml.org,2002:map", "tag:yaml.org,2002:seq")
+"""Tags of the mappings and lists a document may hold (a ``!!set``, ``!!omap`` or ``!!python/...``
+tag on one is an error, not silently dropped)."""
 
 
 class _Builder(yaml.constructor.SafeConstructor):
@@ -190,7 +195,11 @@ class _Builder(yaml.constructor.SafeConstructor):
         self.sources = sources
 
     def data(self, node: yaml.Node, path: Path_) -> Any:
+        if isinstance(node, (yaml.MappingNode, yaml.SequenceNode)) and node.tag not in _PLAIN_TAGS:
+            raise InputError(f"cannot read value: the tag {node.tag!r} is not supported (plain mappings and "
+                             "lists only)", file=node.start_mark.name, line=_line(node), field=format_path(path) or None)
         if isinstance(node, yaml.MappingNode):
+            self._merge_keys(node, path)
             out: dict[Any, Any] = {}
             for key, value in node.value:
                 k = self.construct_object(key, deep=True) if isinstance(key, yaml.ScalarNode) else None
@@ -210,16 +219,31 @@ class _Builder(yaml.constructor.SafeConstructor):
         try:
             return self.construct_object(node, deep=True)
         except yaml.YAMLError as err:
-            raise InputError(f"cannot read value: {err}", file=node.start_mark.name, line=_line(node),
+            raise InputError(f"cannot read value: {_first_line(err)}", file=node.start_mark.name, line=_line(node),
                              field=format_path(path) or None) from None
+
+    def _merge_keys(self, node: yaml.MappingNode, path: Path_) -> None:
+        """Apply ``<<:`` merge keys in place (YAML 1.1: the merged keys first, the mapping's own over them)."""
+        if not any(k.tag == "tag:yaml.org,2002:merge" for k, _ in node.value):
+            return
+        try:
+            self.flatten_mapping(node)
+        except yaml.YAMLError as err:
+            mark = getattr(err, "problem_mark", None) or node.start_mark
+            raise InputError(f"bad merge key (<<): {getattr(err, 'problem', None) or _first_line(err)}",
+                             file=mark.name, line=mark.line + 1, field=format_path(path) or None) from None
+
+
+def _first_line(err: Exception) -> str:
+    return str(err).splitlines()[0] if str(err) else type(err).__name__
 
 
 def load_yaml(path: str | Path) -> tuple[dict[str, Any], SourceMap]:
     """Read a topology file (following ``extends``) into plain data and its source map."""
     path = Path(path)
     node = _compose(path)
-    node = _resolve_extends(path, node, (path.resolve(),))
-    sources = SourceMap(file=str(path))
+    sources = SourceMap(file=str(path), files=[str(path)])
+    node = _resolve_extends(path, node, (path.resolve(),), sources.files)
     sources.locations[()] = (str(path), _line(node))
     data = _Builder(sources).data(node, ())
     return data, sources
