@@ -137,15 +137,20 @@ def test_columns_found_by_name_in_newer_layouts():
     assert (row.in_place.time_us, row.in_place.busbw_GBps) == (42.0, 24.97)
 
 
-@pytest.mark.parametrize("redop,root,count,op", [
-    ("sum", -1, 262144, "all_reduce"), ("sum", -1, 65536, "reduce_scatter"), ("sum", 0, 262144, "reduce"),
-    ("none", 0, 262144, "broadcast"), ("none", -1, 262144, "sendrecv")])
-def test_op_from_columns_and_size_to_count_ratio(redop, root, count, op):
+@pytest.mark.parametrize("redop,root,count,busbw,busbw_in,op", [
+    ("sum", -1, 262144, "78.64", "82.78", "all_reduce"), ("sum", -1, 65536, "39.32", "41.39", "reduce_scatter"),
+    ("sum", 0, 262144, "52.43", "55.19", "reduce"), ("none", 0, 262144, "52.43", "55.19", "broadcast"),
+    ("none", -1, 262144, "52.43", "55.19", "sendrecv"), ("sum", -1, 262144, "52.43", "55.19", "sendrecv")])
+def test_op_from_columns_and_size_to_count_ratio(redop, root, count, busbw, busbw_in, op):
+    """Without a binary name: the redop and root columns, size / count, and the bus factor of busbw /
+    algbw (sendrecv prints -o's 'sum' but its busbw is its algbw; all_reduce's on 4 ranks is 1.5 x)."""
     text = G_RUN.replace("# Collective test starting: all_reduce_perf\n", "").replace(
-        "     1048576        262144     float     sum      -1",
-        f"     1048576  {count:12d}     float  {redop:>6s}  {root:6d}")
-    run = parse_text(text.split("     2097152")[0])[0]
-    assert (run.op, run.op_from) == (op, "columns")
+        "     1048576        262144     float     sum      -1    20.00   52.43   78.64       0",
+        f"     1048576  {count:12d}     float  {redop:>6s}  {root:6d}    20.00   52.43  {busbw:>6s}       0").replace(
+        "19.00   55.19   82.78", f"19.00   55.19  {busbw_in:>6s}")
+    (run,) = parse_text(text.split("     2097152")[0] + "# Avg bus bandwidth : 1\n")
+    assert (run.op, run.op_from, run.ranks) == (op, "columns", 4)
+    assert run.rows[0].out_of_place.busbw_GBps == float(busbw)
     per_rank = run.rows[0].bytes // (run.rows[0].count * 4) == run.ranks
     assert (op in PER_RANK_COUNT_OPS) == per_rank
 
@@ -158,19 +163,33 @@ def test_several_tests_in_one_file():
 
 @pytest.mark.parametrize("change,line,words", [
     (lambda t: t.split("     1048576")[0], 12, "no data rows"),
-    (lambda t: t.replace("30.00   69.91", "3O.00   69.91", 1), 15, "'3O.00'"),
     (lambda t: t.replace("all_reduce_perf", "hypercube_perf"), 2, "hypercube_perf"),
-    (lambda t: t.replace("    50.00   83.89  125.83       0    48.00   87.38  131.07       0", "    50.00"), 16,
-     "fields"),
     (lambda t: t.replace("#  Rank  1 Group  0 Pid   4242", "#  Rank  0 Group  0 Pid   4243"), 7, "MPI=1"),
-    (lambda t: t.replace("     4194304       1048576", "     1048576        262144"), 16, "does not grow"),
-    (lambda t: t.replace("    20.00   52.43", "     0.00   52.43"), 14, "positive"),
 ])
 def test_bad_logs_name_file_and_line(change, line, words):
     with pytest.raises(InputError) as err:
         parse_text(change(G_RUN), "bad.log")
     assert (err.value.file, err.value.line) == ("bad.log", line)
     assert words in err.value.message
+    assert "\n" not in str(err.value)
+
+
+@pytest.mark.parametrize("change,line,words", [
+    (lambda t: t.replace("30.00   69.91", "3O.00   69.91", 1), 15, "'3O.00'"),
+    (lambda t: t.replace("    50.00   83.89  125.83       0    48.00   87.38  131.07       0", "    50.00"), 16,
+     "fields"),
+    (lambda t: t.replace(t.splitlines()[15], t.splitlines()[13]), 16, "does not grow"),
+    (lambda t: t.replace("    20.00   52.43", "     0.00   52.43"), 14, "positive"),
+])
+def test_unusable_rows_are_warnings_at_their_line_and_errors_with_strict(change, line, words):
+    (run,) = parse_text(change(G_RUN), "bad.log")
+    assert line not in [r.line for r in run.rows] and len(run.rows) == 2
+    row_warnings = [w for w in run.warnings if w.row]
+    assert [(w.file, w.line) for w in row_warnings] == [("bad.log", line)] and words in row_warnings[0].message
+    assert run.skipped_rows == 1
+    with pytest.raises(InputError) as err:
+        parse_text(change(G_RUN), "bad.log", strict=True)
+    assert (err.value.file, err.value.line) == ("bad.log", line) and words in err.value.message
     assert "\n" not in str(err.value)
 
 
@@ -221,6 +240,10 @@ def _small_log(tmp_path: Path) -> Path:
     text = text.replace("#  Rank  3 Group  0 Pid    202 on     node-b device  1 [0x2a] NVIDIA A100-SXM4-80GB\n", "")
     text = text.replace("     1048576         65536     float    none", "     1048576        262144     float    none")
     text = text.replace("     2097152        131072     float    none", "     2097152        524288     float    none")
+    # sendrecv's bus factor is 1: busbw = algbw
+    text = text.replace("26.21   19.66", "26.21   26.21").replace("25.58   19.18", "25.58   25.58")
+    text = text.replace("34.95   26.21", "34.95   34.95").replace("34.38   25.78", "34.38   34.38")
+    text = text.replace("22.7075", "30.28")
     path = tmp_path / "sendrecv.log"
     path.write_text(text)
     return path
@@ -285,13 +308,15 @@ def test_validate_shipped_log_flow_engine():
 
 
 @pytest.mark.parametrize("args,words", [
-    (["validate", "--nccl-tests", "{bad}", "--topology", "{topo}"], "{bad}:15: out-of-place time"),
+    (["validate", "--nccl-tests", "{bad}", "--topology", "{topo}", "--strict"], "{bad}:15: row left out: out-of-place time"),
     (["validate", "--nccl-tests", "{good}", "--topology", "{topo}", "--op", "allreduce"], "op: unknown nccl-tests operation"),
     (["validate", "--nccl-tests", "{good}"], "needs --topology"),
     (["validate", "{good}"], "need --nccl-tests"),
     (["validate", "--topology", "{topo}"], "topology: only with --nccl-tests"),
     (["validate", "--engine", "flow"], "engine: only with --nccl-tests"),
-    (["validate", "--nccl-tests", "{good}", "--topology", "{topo}", "--gpus", "64"], "has 2 GPUs"),
+    (["validate", "--nccl-tests", "{good}", "--topology", "{topo}", "--gpus", "64"],
+     "{good}:6: --gpus 64 contradicts the log, which ran on 4 ranks"),
+    (["validate", "--nccl-tests", "{good}", "--topology", "{topo}"], "the log ran on 4 ranks but teaching has 2 GPUs"),
 ])
 def test_bad_input_exits_2_with_one_line(tmp_path, args, words):
     good = tmp_path / "good.log"

@@ -34,9 +34,21 @@ def register(app: typer.Typer) -> None:
         topology: Annotated[Optional[str], typer.Option(
             help="With --nccl-tests: the topology YAML of the measured system.")] = None,
         gpus: Annotated[Optional[int], typer.Option(
-            min=1, help="With --nccl-tests: simulate N GPUs instead of the log's rank count.")] = None,
+            min=1, help="With --nccl-tests: the rank count, where the log does not say it (it must agree where "
+                        "it does).")] = None,
         op: Annotated[Optional[str], typer.Option(
-            help="With --nccl-tests: the operation, when the log does not name its binary.")] = None,
+            help="With --nccl-tests: the operation, when the log does not name its binary (it must agree "
+                 "where it does).")] = None,
+        env: Annotated[Optional[list[str]], typer.Option(
+            "--env", metavar="K=V", help="With --nccl-tests: an NCCL setting of the run (repeatable, e.g. "
+                                         "--env NCCL_ALGO=Ring), where the log does not show it (it must agree "
+                                         "where it does).")] = None,
+        strict: Annotated[bool, typer.Option(
+            "--strict", help="With --nccl-tests: a log line that cannot be used is an error (exit 2), not a "
+                             "warning.")] = False,
+        run: Annotated[Optional[int], typer.Option(
+            "--run", min=1, help="With --nccl-tests: only the N-th test of each log (a log may hold several; "
+                                 "default: every one).")] = None,
         algo: Annotated[str, typer.Option(help="With --nccl-tests: ring, tree, direct, nvls, hierarchical "
                                                 "or auto (as NCCL_ALGO).")] = "auto",
         protocol: Annotated[str, typer.Option(help="With --nccl-tests: LL, LL128, Simple or auto.")] = "auto",
@@ -58,11 +70,13 @@ def register(app: typer.Typer) -> None:
             raise InputError(f"{more_logs[0]!r}: log files need --nccl-tests (validate --nccl-tests LOG... "
                              "--topology T)", field="nccl_tests")
         if logs:
-            _validate_logs(logs, topology, gpus=gpus, op=op, algo=algo, protocol=protocol, engine=engine,
-                           in_place=in_place, threshold=DEFAULT_THRESHOLD_PCT if threshold is None else threshold,
+            _validate_logs(logs, topology, gpus=gpus, op=op, env=env or [], strict=strict, only=run, algo=algo,
+                           protocol=protocol, engine=engine, in_place=in_place,
+                           threshold=DEFAULT_THRESHOLD_PCT if threshold is None else threshold,
                            as_json=as_json, plot=plot)
             return
         for flag, value in (("topology", topology), ("gpus", gpus), ("op", op), ("in_place", in_place),
+                            ("env", env), ("strict", strict), ("run", run),
                             ("algo", algo != "auto"), ("protocol", protocol != "auto"), ("engine", engine != "auto")):
             if value:
                 raise InputError("only with --nccl-tests LOG (it sets up the simulation of a log)", field=flag)
@@ -116,27 +130,56 @@ def _table(rows: list[dict], threshold: float) -> Table:
     return table
 
 
-def _validate_logs(logs: list[str], topology: str | None, *, gpus: int | None, op: str | None, algo: str,
-                   protocol: str, engine: str, in_place: bool, threshold: float, as_json: bool,
-                   plot: str | None) -> None:
+MAX_WARNINGS_SHOWN = 100
+"""Warnings printed per log (all of them go to --json)."""
+
+
+def _read_logs(logs: list[str], *, op: str | None, gpus: int | None, env: list[str], strict: bool,
+               only: int | None) -> list[NcclTestsRun]:
+    """Every test of every log (or the ``only``-th of each), the reader's warnings printed to standard error."""
+    from rich.markup import escape
+
+    from simulator.workloads.traces.nccl_tests_log import parse_log
+
+    console = plain_console(stderr=True)
+    runs = []
+    for log in logs:
+        found = parse_log(log, op=op, gpus=gpus, env=env, strict=strict)
+        warnings = [w for run in found for w in run.warnings]
+        for w in warnings[:MAX_WARNINGS_SHOWN]:
+            console.print(f"[yellow]warning:[/yellow] {escape(str(w))}", highlight=False, soft_wrap=True)
+        if len(warnings) > MAX_WARNINGS_SHOWN:
+            console.print(f"[yellow]warning:[/yellow] {escape(log)}: {len(warnings) - MAX_WARNINGS_SHOWN} more "
+                          "(--json lists every one)", highlight=False, soft_wrap=True)
+        if only is not None:
+            if only > len(found):
+                raise InputError(f"--run {only}: the log holds {len(found)} test{'s' if len(found) != 1 else ''}",
+                                 file=log)
+            found = (found[only - 1],)
+        runs += found
+    return runs
+
+
+def _validate_logs(logs: list[str], topology: str | None, *, gpus: int | None, op: str | None, env: list[str],
+                   strict: bool, only: int | None, algo: str, protocol: str, engine: str, in_place: bool,
+                   threshold: float, as_json: bool, plot: str | None) -> None:
     """Every size of every nccl-tests log: measured vs predicted, a table per test, one summary."""
     import json
 
-    from simulator.runner.nccl_tests_validation import compare_run, run_label, settings_for, summarize
-    from simulator.workloads.traces.nccl_tests_log import parse_log
+    from simulator.runner.nccl_tests_validation import compare_run, row_counts, run_label, settings_for, summarize
 
     if topology is None:
         raise InputError("--nccl-tests needs --topology T, the topology YAML of the measured system",
                          field="topology")
     if plot and any(Path(plot).resolve() == Path(item).resolve() for item in [*logs, topology]):
         raise InputError("refusing to overwrite an input file with the plot; name another file", field="plot")
-    runs = [run for log in logs for run in parse_log(log, op=op)]
+    runs = _read_logs(logs, op=op, gpus=gpus, env=env, strict=strict, only=only)
     fabric = load_fabric(topology)
     console = plain_console(stderr=True)
     results = []
     with console.status("simulating the logged sizes") as status:
         for run in runs:
-            rows = compare_run(fabric, run, gpus=gpus, algo=algo, protocol=protocol, engine=engine,
+            rows = compare_run(fabric, run, algo=algo, protocol=protocol, engine=engine,
                                in_place=in_place, threshold_pct=threshold,
                                on_row=lambda r, run=run: status.update(f"{run_label(run, r['ranks'])}: {r['bytes']} B"))
             results.append((run, rows))
@@ -146,10 +189,15 @@ def _validate_logs(logs: list[str], topology: str | None, *, gpus: int | None, o
     if as_json:
         typer.echo(json.dumps({"topology": topology, "threshold_pct": threshold, "summary": total.as_dict(),
                                "failed": len(failed),
-                               "logs": [{"log": run.path, "op": run.op, "op_from": run.op_from,
-                                         "ranks_in_log": run.ranks, "hosts": list(run.hosts),
-                                         "gpu": list(run.gpu_names),
+                               "row_counts": _total_counts(runs),
+                               "logs": [{"log": run.path, "test": run.test, "op": run.op, "op_from": run.op_from,
+                                         "ranks_in_log": run.ranks, "ranks_from": run.ranks_from,
+                                         "hosts": list(run.hosts), "gpu": list(run.gpu_names),
+                                         "nccl_version": run.nccl_version, "columns_from": run.columns_from,
+                                         "env": {k: v for k, v, _ in run.nccl_env},
                                          "settings_from_log": list(settings_for(run, algo, protocol).notes),
+                                         "row_counts": row_counts(run).as_dict(),
+                                         "warnings": [str(w) for w in run.warnings],
                                          "summary": summarize(rows).as_dict(),
                                          "rows": rows} for run, rows in results]}))
     else:
@@ -161,8 +209,10 @@ def _validate_logs(logs: list[str], topology: str | None, *, gpus: int | None, o
             for note in settings_for(run, algo, protocol).notes:
                 out.print(f"  from the log: {note}", highlight=False)
             out.print(_summary_line(summarize(rows), "  this log"), highlight=False)
+            out.print(f"  rows: {_counts_text(row_counts(run).as_dict())}", highlight=False)
         if len(results) > 1:
             out.print(_summary_line(total, f"all {len(results)} logs"), highlight=False)
+            out.print(f"all {len(results)} logs' rows: {_counts_text(_total_counts(runs))}", highlight=False)
         out.print(f"{len(every) - len(failed)} of {len(every)} sizes within {threshold:g}% "
                   "(busbw error; time error where the log's busbw is below 1 GB/s).")
     if plot:
@@ -179,6 +229,23 @@ def _validate_logs(logs: list[str], topology: str | None, *, gpus: int | None, o
                             f"{'in-place' if in_place else 'out-of-place'}")
     if failed:
         raise typer.Exit(1)
+
+
+def _total_counts(runs: list[NcclTestsRun]) -> dict:
+    from simulator.runner.nccl_tests_validation import row_counts
+
+    keys = ("used", "skipped", "zero_bytes", "unusable")
+    return {k: sum(row_counts(run).as_dict()[k] for run in runs) for k in keys}
+
+
+def _counts_text(counts: dict) -> str:
+    """``29 used, 3 skipped (2 of 0 B, 1 unusable: warnings above)``."""
+    parts = []
+    if counts["zero_bytes"]:
+        parts.append(f"{counts['zero_bytes']} of 0 B")
+    if counts["unusable"]:
+        parts.append(f"{counts['unusable']} unusable: warnings above")
+    return f"{counts['used']} used, {counts['skipped']} skipped" + (f" ({', '.join(parts)})" if parts else "")
 
 
 def _log_table(run: NcclTestsRun, rows: list[dict], system: str, in_place: bool) -> Table:

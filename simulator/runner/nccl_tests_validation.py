@@ -7,7 +7,9 @@ measured``, for time and for busbw.
 
 nccl-tests prints busbw with two decimals, so below :data:`MIN_BUSBW_FOR_ERROR_GBPS` the printed
 value has fewer than three significant digits (8 B rows print ``0.00``): there the busbw error is
-left out (None) and the time error, printed with four digits, stands alone.
+left out (None) and the time error, printed with four digits, stands alone. Rows of 0 bytes (all_gather,
+reduce_scatter and alltoall below ranks x 16 B) carry no bandwidth and are not simulated; they, and the
+rows the reader left out with a warning, are counted as skipped (:func:`row_counts`).
 """
 
 from __future__ import annotations
@@ -65,9 +67,22 @@ class RunSettings:
     """One line per NCCL_* setting read from the log (or ignored, and why)."""
 
 
+UNMODELLED_SETTINGS = {
+    "NCCL_NVLS_ENABLE": "fabricsim's tuner does not read it (pass --algo to pin an algorithm)",
+    "NCCL_MNNVL_ENABLE": "fabricsim does not model multi-node NVLink domains as NCCL nodes yet",
+    "NCCL_COLLNET_ENABLE": "fabricsim does not model CollNet/SHARP",
+}
+"""Settings a user is likely to set that change NCCL's choice but that the simulation does not read:
+each is named in the notes so that the comparison says what it left out."""
+
+
+def _where(line: int | None) -> str:
+    return f"line {line}" if line is not None else "--env"
+
+
 def settings_for(run: NcclTestsRun, algo: str = "auto", protocol: str = "auto") -> RunSettings:
-    """Flags win; ``auto`` takes NCCL_ALGO / NCCL_PROTO from the log, and NCCL_MIN_NCHANNELS =
-    NCCL_MAX_NCHANNELS = N gives N channels (as ``bench --channels N``)."""
+    """Flags win; ``auto`` takes NCCL_ALGO / NCCL_PROTO from the log (or ``--env``), and
+    NCCL_MIN_NCHANNELS = NCCL_MAX_NCHANNELS = N gives N channels (as ``bench --channels N``)."""
     notes = []
     for flag, var, names, given in (("algo", "NCCL_ALGO", NCCL_ALGO_NAMES, algo),
                                     ("protocol", "NCCL_PROTO", NCCL_PROTO_NAMES, protocol)):
@@ -76,63 +91,100 @@ def settings_for(run: NcclTestsRun, algo: str = "auto", protocol: str = "auto") 
             continue
         value, line = found
         if given != "auto":
-            notes.append(f"{var}={value} (line {line}) overridden by --{flag} {given}")
+            notes.append(f"{var}={value} ({_where(line)}) overridden by --{flag} {given}")
         elif value.lower() in names:
-            notes.append(f"{var}={value} (line {line}): --{flag} {names[value.lower()]}")
+            notes.append(f"{var}={value} ({_where(line)}): --{flag} {names[value.lower()]}")
             if flag == "algo":
                 algo = names[value.lower()]
             else:
                 protocol = names[value.lower()]
         else:
-            notes.append(f"{var}={value} (line {line}) names no single fabricsim {flag}; the tuner chooses")
+            notes.append(f"{var}={value} ({_where(line)}) names no single fabricsim {flag}; the tuner chooses")
     low, high = run.setting("NCCL_MIN_NCHANNELS"), run.setting("NCCL_MAX_NCHANNELS")
     channels = None
     if low and high and low[0] == high[0] and low[0].isdigit() and int(low[0]) > 0:
         channels = int(low[0])
-        notes.append(f"NCCL_MIN_NCHANNELS=NCCL_MAX_NCHANNELS={channels} (lines {low[1]}, {high[1]}): "
-                     f"{channels} channels")
+        where = f"lines {low[1]}, {high[1]}" if low[1] is not None and high[1] is not None else \
+            f"{_where(low[1])}, {_where(high[1])}"
+        notes.append(f"NCCL_MIN_NCHANNELS=NCCL_MAX_NCHANNELS={channels} ({where}): {channels} channels")
+    for var, why in UNMODELLED_SETTINGS.items():
+        found = run.setting(var)
+        if found is not None:
+            notes.append(f"{var}={found[0]} ({_where(found[1])}): not applied; {why}")
     return RunSettings(algo=algo, protocol=protocol, channels=channels, notes=tuple(notes))
+
+
+@dataclass(frozen=True, slots=True)
+class RowCounts:
+    """What happened to a logged test's data rows."""
+
+    used: int
+    """Rows simulated and compared."""
+    zero_bytes: int
+    """Rows of 0 B: parsed, but they carry no bandwidth and are not simulated."""
+    unusable: int
+    """Rows the reader left out, each with a warning at its line."""
+
+    @property
+    def skipped(self) -> int:
+        return self.zero_bytes + self.unusable
+
+    def as_dict(self) -> dict:
+        return {"used": self.used, "skipped": self.skipped, "zero_bytes": self.zero_bytes,
+                "unusable": self.unusable}
+
+
+def row_counts(run: NcclTestsRun) -> RowCounts:
+    sized = len(run.sized_rows)
+    return RowCounts(used=sized, zero_bytes=len(run.rows) - sized, unusable=run.skipped_rows)
 
 
 def compare_run(fabric: Fabric, run: NcclTestsRun, *, gpus: int | None = None, algo: str = "auto",
                 protocol: str = "auto", engine: str = "auto", in_place: bool = False,
                 threshold_pct: float | None = None,
                 on_row: Callable[[dict], None] | None = None) -> list[dict]:
-    """One row per size of ``run``: measured and predicted time (us) and busbw (GB/s), errors (%),
-    and the algorithm, protocol and engine of the prediction. ``gpus`` overrides the log's rank
-    count; ``algo``/``protocol`` left at auto take NCCL_ALGO/NCCL_PROTO from the log
+    """One row per size of ``run`` above 0 B: measured and predicted time (us) and busbw (GB/s), errors
+    (%), and the algorithm, protocol and engine of the prediction. ``gpus`` says the rank count where
+    the log does not (it must agree where it does); ``algo``/``protocol`` left at auto take NCCL_ALGO/NCCL_PROTO from the log
     (:func:`settings_for`); ``in_place`` compares the in-place columns, not the out-of-place ones. With
     ``threshold_pct``, ``passed`` says whether |busbw error| (else |time error|) is within it."""
     if run.op not in SIMULATED_OPS:
         raise InputError(f"fabricsim does not simulate {run.op} (found from the {run.op_from}); it simulates "
                          f"{', '.join(SIMULATED_OPS)}", file=run.path, line=run.header_line)
+    if gpus and run.ranks and gpus != run.ranks:
+        raise InputError(f"--gpus {gpus} contradicts the log, which ran on {run.ranks} ranks ({run.ranks_from})",
+                         file=run.path, line=run.rank_lines[0].line if run.rank_lines else run.header_line)
     ranks = gpus or run.ranks
     if ranks is None:
-        raise InputError("the log has no '#  Rank ... device ...' lines to count ranks from; pass --gpus N",
-                         file=run.path, line=run.header_line)
+        raise InputError("the log says nothing to count ranks from (no '#  Rank ... device ...' lines, no NCCL "
+                         "Init lines, a bus factor of 1); pass --gpus N", file=run.path, line=run.header_line)
+    where = run.rank_lines[0].line if run.rank_lines else run.header_line
     if ranks > len(fabric.gpus):
-        where = run.rank_lines[0].line if run.rank_lines else run.header_line
-        who = f"--gpus {gpus} asks for" if gpus else "the log ran on"
+        who = "--gpus asks for" if run.ranks_from.startswith("--gpus") else "the log ran on"
         raise InputError(f"{who} {ranks} ranks but {fabric.name} has {len(fabric.gpus)} GPUs; pick a topology "
-                         "with enough GPUs (or --gpus N for a smaller, different run)", file=run.path, line=where)
-    if in_place and any(r.in_place is None for r in run.rows):
+                         "with enough GPUs", file=run.path, line=where)
+    logged = run.sized_rows
+    if not logged:
+        raise InputError(f"every usable row of this test is of 0 B ({len(run.rows)} rows): nothing to simulate; "
+                         "run nccl-tests with a larger -b", file=run.path, line=run.header_line)
+    if in_place and any(r.in_place is None for r in logged):
         raise InputError("--in-place: the log has no in-place columns", file=run.path, line=run.header_line)
     settings = settings_for(run, algo, protocol)
-    root = next((r.root for r in run.rows if r.root is not None and r.root >= 0), 0)  # rooted ops' -r
-    spec = SweepSpec(op=run.op, gpus=ranks, sizes=tuple(r.bytes for r in run.rows), algo=settings.algo,
+    root = next((r.root for r in logged if r.root is not None and r.root >= 0), 0)  # rooted ops' -r
+    spec = SweepSpec(op=run.op, gpus=ranks, sizes=tuple(r.bytes for r in logged), algo=settings.algo,
                      protocol=settings.protocol, engine=engine, channels=settings.channels, root=root)
     placement = "in-place" if in_place else "out-of-place"
     rows: list[dict] = []
 
     def add(predicted: dict) -> None:
-        logged = run.rows[len(rows)]
-        measured = logged.in_place if in_place else logged.out_of_place
-        assert measured is not None and predicted["bytes"] == logged.bytes
+        row = logged[len(rows)]
+        measured = row.in_place if in_place else row.out_of_place
+        assert measured is not None and predicted["bytes"] == row.bytes
         busbw_error = (error_pct(predicted["busbw_GBps"], measured.busbw_GBps)
                        if measured.busbw_GBps >= MIN_BUSBW_FOR_ERROR_GBPS else None)
         time_error = error_pct(predicted["time_us"], measured.time_us)
-        row = {"log": run.path, "line": logged.line, "op": run.op, "ranks": ranks, "ranks_in_log": run.ranks,
-               "placement": placement, "bytes": logged.bytes,
+        out = {"log": run.path, "line": row.line, "op": run.op, "ranks": ranks, "ranks_in_log": run.ranks,
+               "placement": placement, "bytes": row.bytes,
                "measured_time_us": measured.time_us, "predicted_time_us": predicted["time_us"],
                "time_error_pct": time_error,
                "measured_busbw_GBps": measured.busbw_GBps, "predicted_busbw_GBps": predicted["busbw_GBps"],
@@ -141,10 +193,10 @@ def compare_run(fabric: Fabric, run: NcclTestsRun, *, gpus: int | None = None, a
                "channels": predicted.get("channels")}
         if threshold_pct is not None:
             judged = busbw_error if busbw_error is not None else time_error
-            row["passed"] = abs(judged) <= threshold_pct
-        rows.append(row)
+            out["passed"] = abs(judged) <= threshold_pct
+        rows.append(out)
         if on_row:
-            on_row(row)
+            on_row(out)
 
     sweep(fabric, spec, on_row=add)
     return rows

@@ -1,7 +1,9 @@
-"""Read the text output of NVIDIA's nccl-tests (``all_reduce_perf`` and friends) into frozen records.
+"""Read the output of NVIDIA's nccl-tests (``all_reduce_perf`` and friends) into frozen records, as
+logs are found: with launcher prefixes, NCCL debug lines, several tests, rows kept by ``grep``.
 
-Pure parsing: no printing, no simulation. What a log looks like (nccl-tests ``src/common.cu``,
-``writeDeviceReport`` / ``writeResultHeader`` / ``writeResultFooter``)::
+Pure parsing: no printing, no simulation. What a log looks like (nccl-tests ``src/common.cu`` and
+``src/util.cu``: ``writeDeviceReport`` / ``writeResultHeader`` / ``writeBenchmarkLine*`` /
+``writeResultFooter``)::
 
     # nccl-tests version 2.17.6 nccl-headers=22807 nccl-library=22807      (newer versions)
     # Collective test starting: all_reduce_perf                             (newer versions)
@@ -16,21 +18,28 @@ Pure parsing: no printing, no simulation. What a log looks like (nccl-tests ``sr
     # Avg bus bandwidth    : 45.1234
     # Collective test concluded: all_reduce_perf                            (newer versions)
 
-Variants handled: ``-g N`` runs (one process, N rank lines with one Pid) and MPI runs (one rank
-line per process, several hosts); older versions without ``redop``/``root`` columns, with an
-``error`` column instead of ``#wrong`` and without the leading ``#`` or ``Group``; ``cputime``
-instead of ``time`` (``-C 1``); extra per-iteration / bitwise / timestamp columns of newer
-versions; several tests in one file (one :class:`NcclTestsRun` each); ``[1,0]<stdout>:`` or
-``0:`` prefixes added by mpirun/srun. Every column is found by its name in the column header.
+Variants read: ``-g N`` runs (one process, N rank lines with one Pid) and MPI runs (one rank line per
+process, several hosts); a device list cut to its last lines; older versions without ``redop`` /
+``root`` columns, with an ``error`` column instead of ``#wrong`` and without the leading ``#`` or
+``Group``; ``cputime`` instead of ``time`` (``-C 1``); per-iteration and timestamp columns of newer
+versions; rows of 0 bytes (all_gather, reduce_scatter, alltoall below ranks x 16 B); several tests in
+one file, and several sweeps in one table (``-d all``, ``-o all``): one :class:`NcclTestsRun` each;
+rows without any header (kept by ``grep``: the columns are inferred from nccl-tests' standard
+layouts); launcher prefixes and NCCL debug lines, also glued to a row (:mod:`nccl_tests_lines`); the
+JSON file of ``-J`` (:mod:`nccl_tests_json`). Columns are found by their names in the column header.
 
-The operation comes from, in order: the caller (``op=``), the binary name (``all_gather_perf`` in
-``# Collective test starting:`` or in a command line in the log), else the columns (reduction op,
-root) and the ratio of size to count, which tells whole-buffer ops from per-rank ones. The rank
-count is the number of distinct ``Rank`` lines.
+Every line that looks like a data row but cannot be used is a :class:`LogWarning` at its FILE:LINE
+(the row is left out and counted); so is any other text inside a table, a table that ends without
+its footer, and an ``Avg bus bandwidth`` that the rows do not average to. ``strict=True`` makes the
+first of them an :class:`InputError`. Lines are split on ``\\n`` only (a form feed or U+2028 inside a
+line moves no later line number); a trailing ``\\r`` (CRLF) is dropped.
 
-Sizes and bandwidths are as nccl-tests prints them: size in bytes (for all_gather, reduce_scatter,
-alltoall, gather, scatter the whole array, count x ranks), time in us, algbw and busbw in GB/s with
-GB = 10^9 B.
+The operation comes from, in order: the binary name (``all_gather_perf`` in ``# Collective test
+starting:`` or on a command line in the log), else the columns (reduction op, root) and the ratio of
+size to count, which tells whole-buffer ops from per-rank ones; ``op=`` fills in and must agree. The
+rank count: the device list, NCCL's ``Init COMPLETE`` lines, and the rows' own bus factor
+(:mod:`nccl_tests_resolve`); ``gpus=`` fills in and must agree. NCCL settings: command lines and NCCL's
+``NCCL_X set by environment to V`` lines; ``env=`` fills in and must agree.
 """
 
 from __future__ import annotations
@@ -38,240 +47,108 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Mapping, Sequence
 
 from simulator.errors import InputError
-from simulator.workloads.collectives.ops import WHOLE_ARRAY_OPS
-
-OPS = ("all_reduce", "all_gather", "reduce_scatter", "alltoall", "broadcast", "sendrecv",
-       "reduce", "gather", "scatter")
-"""Operations of nccl-tests this parser knows (binary ``<op>_perf``)."""
-
-PER_RANK_COUNT_OPS = WHOLE_ARRAY_OPS
-"""Ops whose printed size is the whole array: size = count x ranks x type bytes (the others:
-size = count x type bytes). From each test's ``getCollByteCount`` in nccl-tests ``src/*.cu``; the
-same rule as the simulator's size convention (``collectives.ops.WHOLE_ARRAY_OPS``)."""
-
-REDUCING_OPS = frozenset({"all_reduce", "reduce_scatter", "reduce"})
-ROOTED_OPS = frozenset({"broadcast", "reduce", "gather", "scatter"})
-
-TYPE_BYTES = {"int8": 1, "uint8": 1, "char": 1, "int32": 4, "uint32": 4, "int": 4, "int64": 8,
-              "uint64": 8, "half": 2, "float": 4, "double": 8, "bfloat16": 2, "f8e4m3": 1, "f8e5m2": 1}
-"""Bytes per element of nccl-tests' type names (``test_typenames`` in ``src/common.cu``; ``char``
-and ``int`` from NCCL 1 builds)."""
+from simulator.workloads.traces import nccl_tests_lines as lines
+from simulator.workloads.traces.nccl_tests_records import (  # noqa: F401  (the public names, re-exported)
+    OPS, PER_RANK_COUNT_OPS, REDOPS, REDUCING_OPS, ROOTED_OPS, TYPE_BYTES, LogWarning, NcclTestsRun, RankLine,
+    Row, Timing, nccl_version_name)
+from simulator.workloads.traces.nccl_tests_resolve import Draft, Figures, RowDraft, algbw_ok, parse_env_flags, resolve
 
 TIME_COLUMNS = ("time", "cputime")
 WRONG_COLUMNS = ("#wrong", "error")
 """Names of the per-placement columns: time (us, ``cputime`` with ``-C 1``), and the data check
 (``#wrong`` elements, or ``error`` = max deviation in versions before ~2.10)."""
 
-_PREFIX = re.compile(r"^(?:\[\d+,\d+\]<std(?:out|err)>:|\d+:\s)")
+MAX_LOG_BYTES = 256 << 20
+"""Largest log read (a real one is well under 1 MB; a bigger file is not nccl-tests output)."""
+
 _RANK = re.compile(r"^#?\s*Rank\s+(\d+)\s+(?:Group\s+\d+\s+)?Pid\s+(\d+)\s+on\s+(\S+)\s+device\s+(\d+)"
                    r"\s+\[([^\]]*)\]\s*(.*)$")
+_RANK_LIKE = re.compile(r"^#?\s*Rank\s")
 _NTHREAD = re.compile(r"^#?\s*nThread\s+(\d+)\s+nGpus\s+(\d+)\b")
 _BINARY = re.compile(r"\b([a-z_]+)_perf(?:_mpi)?\b")
 _STARTING = re.compile(r"Collective test (starting|concluded):\s*(\S+)")
-_VERSION = re.compile(r"^#\s*nccl-tests version\s+(\S+)")
+_VERSION = re.compile(r"^#\s*nccl-tests version\s+(\S+)(?:.*\bnccl-library=(\d+))?")
 _NCCL_ENV = re.compile(r"\b(NCCL_[A-Z0-9_]+)=([^\s;&|]+)")
 _AVG_BUSBW = re.compile(r"^#?\s*Avg bus bandwidth\s*:\s*(\S+)")
 _OUT_OF_BOUNDS = re.compile(r"^#?\s*Out of bounds values\s*:\s*(\S+)")
+_UNITS = re.compile(r"^#?\s*\(B\)\s+\(elements\)")
+_PLACEMENTS = re.compile(r"^#?\s*out-of-place\b")
+_NOT_ENV_NAMES = frozenset({"NCCL_DEBUG", "NCCL_DEBUG_SUBSYS", "NCCL_DEBUG_FILE"})
 
 
-@dataclass(frozen=True, slots=True)
-class Timing:
-    """One placement's figures of one size: time (us), algbw and busbw (GB/s, GB = 1e9 B)."""
-
-    time_us: float
-    algbw_GBps: float
-    busbw_GBps: float
-    wrong: str | None
-    """The data-check column as printed (``0``, ``N/A`` with ``-c 0``, ``0e+00`` in old versions)."""
-
-
-@dataclass(frozen=True, slots=True)
-class Row:
-    """One data row: a message size with its out-of-place and in-place timings."""
-
-    line: int
-    bytes: int
-    count: int
-    type: str
-    redop: str | None
-    root: int | None
-    out_of_place: Timing
-    in_place: Timing | None
-    """None when the log has only one set of columns."""
-
-
-@dataclass(frozen=True, slots=True)
-class RankLine:
-    """One ``#  Rank  r Group g Pid p on host device d [bus] name`` line."""
-
-    line: int
-    rank: int
-    pid: int
-    host: str
-    device: int
-    gpu: str
-
-
-@dataclass(frozen=True, slots=True)
-class NcclTestsRun:
-    """One test of a log: what ran, on how many ranks, and its rows in size order."""
-
-    path: str
-    op: str
-    """nccl-tests operation name without ``_perf`` (one of :data:`OPS`)."""
-    op_from: str
-    """How the op was found: ``given``, ``binary name (line N)`` or ``columns``."""
-    ranks: int | None
-    """Distinct ``Rank`` lines; None if the log has none (then the caller must say)."""
-    rank_lines: tuple[RankLine, ...]
-    rows: tuple[Row, ...]
-    header_line: int
-    """Line of the column header (``# size count type ...``)."""
-    threads: int | None = None
-    gpus_per_thread: int | None = None
-    """``nThread`` and ``nGpus`` (``-t``, ``-g``) of the header line."""
-    version: str | None = None
-    avg_busbw_GBps: float | None = None
-    out_of_bounds: str | None = None
-    """The ``# Out of bounds values`` result as printed (``0 OK``, ``2 FAILED``)."""
-    nccl_env: tuple[tuple[str, str, int], ...] = ()
-    """``NCCL_*=value`` settings written before the column header (a command line such as
-    ``NCCL_ALGO=Ring ./all_reduce_perf`` or ``mpirun -x NCCL_PROTO=Simple``): (name, value, line)."""
-
-    def setting(self, name: str) -> tuple[str, int] | None:
-        """The last value given to an ``NCCL_*`` variable in the log, with its line; None if unset."""
-        found = [(value, line) for key, value, line in self.nccl_env if key == name]
-        return found[-1] if found else None
-
-    @property
-    def hosts(self) -> tuple[str, ...]:
-        return tuple(dict.fromkeys(r.host for r in self.rank_lines))
-
-    @property
-    def processes(self) -> int:
-        return len({(r.host, r.pid) for r in self.rank_lines})
-
-    @property
-    def gpu_names(self) -> tuple[str, ...]:
-        return tuple(dict.fromkeys(r.gpu for r in self.rank_lines))
-
-
-def parse_log(path: str | Path, op: str | None = None) -> tuple[NcclTestsRun, ...]:
-    """Every test in an nccl-tests log file (usually one), each with at least one data row."""
+def parse_log(path: str | Path, op: str | None = None, *, gpus: int | None = None,
+              env: Mapping[str, str] | Sequence[str] | None = None, strict: bool = False) -> tuple[NcclTestsRun, ...]:
+    """Every test in an nccl-tests log file (text, or the JSON of ``-J``), each with at least one
+    usable data row; see :func:`parse_text`."""
     path = Path(path)
+    if path.is_dir():
+        raise InputError("is a directory, not an nccl-tests log; name the log file", file=str(path))
     if not path.is_file():
         raise InputError("no such nccl-tests log", file=str(path))
     try:
-        text = path.read_text(errors="replace")
+        with path.open("rb") as fh:
+            data = fh.read(MAX_LOG_BYTES + 1)
     except OSError as err:
         raise InputError(f"cannot read the log: {err.strerror}", file=str(path)) from None
-    return parse_text(text, str(path), op)
+    if len(data) > MAX_LOG_BYTES:
+        raise InputError(f"larger than {MAX_LOG_BYTES >> 20} MiB: not an nccl-tests log", file=str(path))
+    return parse_text(decode(data), str(path), op, gpus=gpus, env=env, strict=strict)
 
 
-def parse_text(text: str, path: str = "<text>", op: str | None = None) -> tuple[NcclTestsRun, ...]:
-    """:func:`parse_log` on text already read; ``path`` names it in errors."""
+def decode(data: bytes) -> str:
+    """Log bytes as text: UTF-16 (with a byte-order mark, or NULs every other byte, as PowerShell's
+    ``>`` writes), else UTF-8 with undecodable bytes replaced."""
+    if data[:2] in (b"\xff\xfe", b"\xfe\xff"):
+        return data.decode("utf-16", errors="replace")
+    head = data[:4096]
+    if len(head) >= 4 and head.count(0) * 3 >= len(head):
+        even, odd = head[0::2].count(0), head[1::2].count(0)
+        if odd > even * 4:
+            return data.decode("utf-16-le", errors="replace")
+        if even > odd * 4:
+            return data.decode("utf-16-be", errors="replace")
+    return data.decode("utf-8-sig", errors="replace")
+
+
+def parse_text(text: str, path: str = "<text>", op: str | None = None, *, gpus: int | None = None,
+               env: Mapping[str, str] | Sequence[str] | None = None, strict: bool = False) -> tuple[NcclTestsRun, ...]:
+    """:func:`parse_log` on text already read; ``path`` names it in warnings and errors. ``op``,
+    ``gpus`` and ``env`` (``K=V`` strings or a mapping) say what the log does not; where it does, they
+    must agree. Each run's :attr:`~NcclTestsRun.warnings` lists the lines it could not use;
+    ``strict`` makes the first such line an error."""
     if op is not None and op not in OPS:
         raise InputError(f"unknown nccl-tests operation {op!r}; choose one of {', '.join(OPS)}", field="op")
+    if gpus is not None and gpus < 1:
+        raise InputError(f"must be at least 1, got {gpus}", field="gpus")
+    flags = parse_env_flags(env)
+    if not text.strip():
+        raise InputError("the log is empty", file=path)
+    if text.lstrip().startswith("{"):
+        from simulator.workloads.traces.nccl_tests_json import read_json
+
+        drafts = read_json(text, path)
+    else:
+        drafts = _Reader(path).read(text)
     runs: list[NcclTestsRun] = []
-    current = _Builder(path)
-    pending: tuple[str, int] | None = None
-    pending_env: list[tuple[str, str, int]] = []
-    """A binary and NCCL_* settings named after the current test's rows (a command line): they belong
-    to the next test, if one starts."""
-
-    def next_test() -> None:
-        nonlocal current, pending
-        if current.rows:
-            runs.append(current.finish(op))
-            current = _Builder(path)
-            if pending:
-                current.saw_binary(*pending, definitive=False)
-            current.env += pending_env
-        pending = None
-        pending_env.clear()
-
-    for number, raw in enumerate(text.splitlines(), start=1):
-        line = _PREFIX.sub("", raw.strip(), count=1).strip()
-        if not line:
-            continue
-        if m := _STARTING.search(line):
-            if m.group(1) == "starting":
-                next_test()
-                current.saw_binary(m.group(2), number, definitive=True)
-            continue
-        if m := _NTHREAD.match(line):
-            next_test()
-            current.threads, current.gpus_per_thread = int(m.group(1)), int(m.group(2))
-            continue
-        if m := _VERSION.match(line):
-            next_test()
-            current.version = m.group(1)
-            continue
-        if m := _RANK.match(line):
-            current.add_rank(RankLine(number, int(m.group(1)), int(m.group(2)), m.group(3), int(m.group(4)),
-                                      m.group(6).strip()))
-            continue
-        if m := _AVG_BUSBW.match(line):
-            current.avg_busbw = _number(m.group(1), path, number, "Avg bus bandwidth")
-            continue
-        if m := _OUT_OF_BOUNDS.match(line):
-            current.out_of_bounds = line.split(":", 1)[1].strip()
-            continue
-        tokens = line.lstrip("#").split()
-        if {"size", "count", "type", "busbw"} <= set(tokens):
-            next_test()
-            current.set_columns(tokens, number)
-            continue
-        if current.columns is not None and _is_data(line):
-            current.add_row(line.split(), number)
-            continue
-        settings = [(k, v.strip("'\""), number) for k, v in _NCCL_ENV.findall(line)]
-        if current.rows:
-            pending_env += settings
-        elif current.columns is None:
-            current.env += settings
-        if m := _BINARY.search(line):
-            if current.rows:
-                pending = pending or (m.group(0), number)
-            else:
-                current.saw_binary(m.group(0), number, definitive=False)
-    if current.rows or current.columns is not None or not runs:
-        runs.append(current.finish(op))
+    for draft in drafts:
+        runs += resolve(draft, op, gpus, flags, test=len(runs) + 1)
+    if strict:
+        found = sorted((w for run in runs for w in run.warnings), key=lambda w: w.line or 0)
+        if found:
+            more = f" (--strict; {len(found) - 1} more such line{'s' if len(found) > 2 else ''})" if len(found) > 1 else " (--strict)"
+            raise InputError(found[0].message + more, file=found[0].file, line=found[0].line)
     return tuple(runs)
-
-
-def _is_data(line: str) -> bool:
-    """A data row starts with the size, an integer (never with ``#``)."""
-    first = line.split(maxsplit=1)[0]
-    return first.isdigit()
-
-
-def _number(text: str, path: str, line: int, what: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise InputError(f"{what}: cannot read {text!r} as a number", file=path, line=line) from None
-    if value != value or value in (float("inf"), float("-inf")):
-        raise InputError(f"{what}: {text!r} is not a finite number", file=path, line=line)
-    return value
-
-
-def _integer(text: str, path: str, line: int, what: str) -> int:
-    try:
-        return int(text)
-    except ValueError:
-        raise InputError(f"{what}: cannot read {text!r} as a whole number", file=path, line=line) from None
 
 
 @dataclass(frozen=True, slots=True)
 class _Columns:
-    """Where each field sits in a data row, found from the column header's names."""
+    """Where each field sits in a data row, found from the column header's names (or inferred)."""
 
-    line: int
     width: int
-    """Fields a data row must have (the header's names, minus a trailing timestamp)."""
+    """Fields a data row has (without a trailing timestamp)."""
     size: int
     count: int
     type: int
@@ -279,145 +156,437 @@ class _Columns:
     root: int | None
     placements: tuple[tuple[int, int, int, int | None], ...]
     """(time, algbw, busbw, wrong) indices: out-of-place first, then in-place if present."""
+    cputime: bool = False
 
 
-class _Builder:
-    """Collects one test's lines; :meth:`finish` checks them and returns the frozen run."""
+def _header_columns(names: list[str], path: str, line: int) -> _Columns:
+    if names and names[-1] == "timestamp":
+        names = names[:-1]
+    where = {}
+    for key in ("size", "count", "type"):
+        if key not in names:
+            raise InputError(f"column header has no {key!r} column; expected nccl-tests' "
+                             "'size count type [redop] [root] time algbw busbw ...'", file=path, line=line)
+        where[key] = names.index(key)
+    times = [i for i, n in enumerate(names) if n in TIME_COLUMNS]
+    placements = []
+    for start in times[:2]:
+        rest = names[start:]
+        if rest[1:3] != ["algbw", "busbw"]:
+            raise InputError(f"column {names[start]!r} is not followed by 'algbw busbw' in the column header",
+                             file=path, line=line)
+        wrong = start + 3 if len(rest) > 3 and rest[3] in WRONG_COLUMNS else None
+        placements.append((start, start + 1, start + 2, wrong))
+    if not placements:
+        raise InputError("column header has no 'time' column; expected nccl-tests' "
+                         "'size count type [redop] [root] time algbw busbw ...'", file=path, line=line)
+    return _Columns(width=len(names), size=where["size"], count=where["count"], type=where["type"],
+                    redop=names.index("redop") if "redop" in names else None,
+                    root=names.index("root") if "root" in names else None,
+                    placements=tuple(placements), cputime=names[times[0]] == "cputime")
+
+
+def _inferred_columns(fields: list[str]) -> tuple[_Columns, str] | None:
+    """Columns of a row without a header, from nccl-tests' layouts: ``size count type [redop] [root]``
+    then two placements of ``time algbw busbw #wrong`` (each followed by ``i_min i_max i_p99 i_cv%``
+    with ``-I``), or one placement."""
+    if len(fields) < 7 or fields[2] not in TYPE_BYTES:
+        return None
+    i, redop = 3, None
+    if fields[3] in REDOPS:
+        redop, i = 3, 4
+    rest = len(fields) - i
+    root = None
+    if rest in (5, 9, 17):
+        root, i, rest = i, i + 1, rest - 1
+    if rest not in (4, 8, 16):
+        return None
+    per = 8 if rest == 16 else 4
+    places = tuple((s, s + 1, s + 2, s + 3) for s in range(i, len(fields), per))
+    names = ["size", "count", "type"] + (["redop"] if redop else []) + (["root"] if root else [])
+    layout = " ".join(names) + " | " + " | ".join(["time algbw busbw #wrong" + (" i_min i_max i_p99 i_cv%" if per == 8 else "")] * len(places))
+    return _Columns(width=len(fields), size=0, count=1, type=2, redop=redop, root=root, placements=places), layout
+
+
+def _wrong_ok(text: str) -> bool:
+    """``#wrong`` as nccl-tests prints it: a count (``%6g``), ``N/A`` with ``-c 0``, or old versions'
+    max error (``0e+00``)."""
+    return text == "N/A" or lines.decimal(text) is not None
+
+
+class _Test:
+    """One test's lines while they are read."""
+
+    def __init__(self, path: str) -> None:
+        self.draft = Draft(path)
+        self.columns: _Columns | None = None
+        self.inferred = False
+        self.state = "preamble"
+        """preamble (before the column header), table (rows), closed (after the footer)."""
+        self.partial: tuple[list[str], int] | None = None
+        """A row cut by NCCL debug text glued after its first fields; the rest follows."""
+        self.printed_busbw: list[tuple[float, float]] | None = []
+        """Every row's printed busbw (value, half digit), for the ``Avg bus bandwidth`` check; None
+        once a row cannot give them."""
+        self.avg_line: int | None = None
+        self.avg_half = 0.0
+        self.footer = False
+        self.last_row_line: int | None = None
+        self.started_line: int | None = None
+
+    @property
+    def has_table(self) -> bool:
+        return self.columns is not None
+
+    def warn(self, line: int | None, message: str, row: bool = False) -> None:
+        self.draft.warn(line, message, row)
+
+    def add_row(self, fields: list[str], number: int, glued: bool) -> bool:
+        """Read a data row into this test; True if it starts another test instead (rows without a
+        header whose sizes start again, or whose type or reduction changes: another run's rows)."""
+        cols = self.columns
+        assert cols is not None
+        fields = lines.without_timestamp(fields)
+        if self.partial is not None:
+            start, first = self.partial
+            self.partial = None
+            if len(start) + len(fields) == cols.width:
+                fields, number = start + fields, first
+            else:
+                self.warn(first, f"data row cut short by NCCL debug text: {len(start)} fields, the columns "
+                                 f"({self.draft.columns_from}) name {cols.width}", row=True)
+                self.printed_busbw = None
+        if len(fields) < cols.width and glued:
+            self.partial = (fields, number)
+            return False
+        self.last_row_line = number
+        if len(fields) != cols.width:
+            why = "cut short?" if len(fields) < cols.width else "text glued to it?"
+            self.warn(number, f"data row has {len(fields)} fields, the columns ({self.draft.columns_from}) "
+                              f"name {cols.width}: {why}", row=True)
+            self.printed_busbw = None
+            return False
+        found = self._row(fields, number, cols)
+        if isinstance(found, str):
+            self._note_busbw(fields, cols)
+            self.warn(number, f"row left out: {found}", row=True)
+            if self.inferred and not any(self.draft.segments):
+                self.columns = None  # inferred from this very row: infer again from the next
+            return False
+        if self._place(found):
+            return True
+        self._note_busbw(fields, cols)
+        return False
+
+    def _note_busbw(self, fields: list[str], cols: _Columns) -> None:
+        if self.printed_busbw is None:
+            return
+        for _, _, b, _ in cols.placements:
+            value = lines.decimal(fields[b])
+            if value is None:
+                self.printed_busbw = None
+                return
+            self.printed_busbw.append(value)
+
+    def _row(self, fields: list[str], number: int, cols: _Columns) -> RowDraft | str:
+        """The row, or why it cannot be used."""
+        size = lines.plain_int(fields[cols.size])
+        if size is None:
+            return f"size {fields[cols.size]!r} is not a whole number of bytes (nccl-tests prints plain digits)"
+        count = lines.plain_int(fields[cols.count])
+        if count is None:
+            return f"count {fields[cols.count]!r} is not a whole number of elements (plain digits)"
+        dtype = fields[cols.type]
+        if dtype not in TYPE_BYTES:
+            return f"unknown data type {dtype!r}; nccl-tests prints one of {', '.join(sorted(TYPE_BYTES))}"
+        redop = fields[cols.redop] if cols.redop is not None else None
+        if redop is not None and redop not in REDOPS:
+            return f"unknown reduction op {redop!r}; nccl-tests prints one of {', '.join(sorted(REDOPS))}"
+        root = None
+        if cols.root is not None:
+            root = lines.signed_int(fields[cols.root])
+            if root is None or root < -1:
+                return f"root {fields[cols.root]!r} is not a rank (a whole number, -1 for none)"
+        element = TYPE_BYTES[dtype]
+        per_rank = 0
+        if size or count:
+            if count == 0 or size % (count * element):
+                return (f"size {size} B is not a whole multiple of count {count} x {element} B ({dtype}): "
+                        "one of them garbled?")
+            per_rank = size // (count * element)
+        timings, figures = [], []
+        for place, (t, a, b, w) in zip(("out-of-place", "in-place"), cols.placements):
+            read = {}
+            for what, index in (("time", t), ("algbw", a), ("busbw", b)):
+                value = lines.decimal(fields[index])
+                if value is None:
+                    return (f"{place} {what} {fields[index]!r} is not a non-negative number as nccl-tests prints "
+                            "it (such as 52.43 or 1.2e+04)")
+                read[what] = value
+            if read["time"][0] <= 0 and size > 0:
+                return f"{place} time must be positive (us), got {fields[t]}"
+            wrong = fields[w] if w is not None else None
+            if wrong is not None and not _wrong_ok(wrong):
+                return f"{place} #wrong {wrong!r} is not a count, N/A or an error figure"
+            f = Figures(*read["time"], *read["algbw"], *read["busbw"], cputime=cols.cputime)
+            if not algbw_ok(size, f):
+                return (f"{place} algbw {fields[a]} GB/s is not size / time = {size} B / {fields[t]} us = "
+                        f"{size / read['time'][0] / 1e3:.4g} GB/s, to the printed digits")
+            if wrong not in (None, "N/A") and float(wrong) > 0:
+                self.warn(number, f"{place} #wrong is {wrong}: nccl-tests found wrong results in this row "
+                                  "(its time is kept)")
+            timings.append(Timing(read["time"][0], read["algbw"][0], read["busbw"][0], wrong))
+            figures.append(f)
+        row = Row(line=number, bytes=size, count=count, type=dtype, redop=redop, root=root,
+                  out_of_place=timings[0], in_place=timings[1] if len(timings) > 1 else None)
+        return RowDraft(row, tuple(figures), per_rank)
+
+    def _place(self, found: RowDraft) -> bool:
+        """Append the row to its sweep: a new one when type, redop or root change or the sizes start
+        again; a size that falls back without starting again is left out. Without a header a new
+        sweep is another test: True, and nothing appended."""
+        segments = self.draft.segments
+        row = found.row
+        key = (row.type, row.redop, row.root)
+        seg = segments[-1] if segments else None
+        if seg and (seg[-1].row.type, seg[-1].row.redop, seg[-1].row.root) != key:
+            seg = None
+        elif seg:
+            sized = [d for d in seg if d.row.bytes > 0]
+            if row.bytes == 0 and sized:
+                self.warn(row.line, f"row left out: 0 B after {sized[-1].row.bytes} B (line {sized[-1].row.line}); "
+                                    "0 B rows come first, before the sizes grow", row=True)
+                return False
+            if sized and row.bytes < sized[-1].row.bytes:
+                if self.inferred and row.bytes <= sized[0].row.bytes:
+                    seg = None  # the sizes start again: another test's rows (kept by grep from several)
+                else:
+                    self.warn(row.line, f"row left out: size {row.bytes} B does not grow from the row before "
+                                        f"({sized[-1].row.bytes} B on line {sized[-1].row.line}); a garbled size?",
+                              row=True)
+                    return False
+            elif sized and row.bytes > 0 and found.per_rank != sized[0].per_rank:
+                self.warn(row.line, f"row left out: size / (count x type bytes) is {found.per_rank}, "
+                                    f"{sized[0].per_rank} on line {sized[0].row.line}: a garbled size or count?",
+                          row=True)
+                return False
+        if seg is None:
+            if self.inferred and segments:
+                return True
+            segments.append([])
+        segments[-1].append(found)
+        return False
+
+    def flush_partial(self) -> None:
+        """A row cut by NCCL debug text whose rest never came: left out."""
+        if self.partial is not None:
+            start, first = self.partial
+            self.partial = None
+            self.printed_busbw = None
+            self.warn(first, f"data row cut short by NCCL debug text: {len(start)} fields and nothing after", row=True)
+
+    def close(self, number: int) -> None:
+        """End of this test's table (its footer or a new test's start)."""
+        self.flush_partial()
+        if self.columns is not None and not self.inferred and not self.footer and self.last_row_line:
+            self.warn(self.last_row_line, "the table ends here without nccl-tests' footer ('# Out of bounds "
+                                          "values', '# Avg bus bandwidth'): is the log cut short?")
+        self._check_average()
+
+    def _check_average(self) -> None:
+        """``Avg bus bandwidth`` is the mean of every busbw printed (``writeResultFooter``)."""
+        avg, values = self.draft.avg_busbw, self.printed_busbw
+        if avg is None or not values or self.avg_line is None:
+            return
+        mean = sum(v for v, _ in values) / len(values)
+        slack = sum(h for _, h in values) / len(values) + self.avg_half + 1e-9 * max(1.0, avg)
+        if abs(mean - avg) > slack:
+            self.warn(self.avg_line, f"Avg bus bandwidth {avg:g} GB/s, but the {len(values)} busbw figures of the "
+                                     f"table average {mean:.6g}: a row missing or altered?")
+
+
+class _Reader:
+    """Feeds a log's lines, one at a time, to the test they belong to."""
 
     def __init__(self, path: str) -> None:
         self.path = path
-        self.binary: tuple[str, int] | None = None
-        self.binary_definitive = False
-        self.threads: int | None = None
-        self.gpus_per_thread: int | None = None
-        self.version: str | None = None
-        self.ranks: dict[int, RankLine] = {}
-        self.columns: _Columns | None = None
-        self.rows: list[Row] = []
-        self.avg_busbw: float | None = None
-        self.out_of_bounds: str | None = None
-        self.env: list[tuple[str, str, int]] = []
+        self.done: list[_Test] = []
+        self.cur = _Test(path)
 
-    def saw_binary(self, name: str, line: int, definitive: bool) -> None:
-        if self.binary is None or (definitive and not self.binary_definitive):
-            self.binary, self.binary_definitive = (name, line), definitive
+    def read(self, text: str) -> list[Draft]:
+        number = 0
+        for number, raw in enumerate(text.split("\n"), start=1):
+            self.feed(raw[:-1] if raw.endswith("\r") else raw, number)
+        self.cur.close(number)
+        self.done.append(self.cur)
+        return self._drafts()
 
-    def add_rank(self, rank: RankLine) -> None:
-        if rank.rank in self.ranks:
-            first = self.ranks[rank.rank]
-            raise InputError(
-                f"rank {rank.rank} is listed twice (also line {first.line}): each process ran its own test, "
-                "as when nccl-tests built without MPI=1 is started by mpirun; rebuild with MPI=1, or keep one "
-                "process's output", file=self.path, line=rank.line)
-        self.ranks[rank.rank] = rank
-
-    def set_columns(self, names: list[str], line: int) -> None:
-        if names and names[-1] == "timestamp":
-            names = names[:-1]
-        where = {}
-        for key in ("size", "count", "type"):
-            if key not in names:
-                raise InputError(f"column header has no {key!r} column; expected nccl-tests' "
-                                 "'size count type [redop] [root] time algbw busbw ...'", file=self.path, line=line)
-            where[key] = names.index(key)
-        times = [i for i, n in enumerate(names) if n in TIME_COLUMNS]
-        placements = []
-        for start in times[:2]:
-            rest = names[start:]
-            if rest[1:3] != ["algbw", "busbw"]:
-                raise InputError(f"column {names[start]!r} is not followed by 'algbw busbw' in the column header",
-                                 file=self.path, line=line)
-            wrong = start + 3 if len(rest) > 3 and rest[3] in WRONG_COLUMNS else None
-            placements.append((start, start + 1, start + 2, wrong))
-        if not placements:
-            raise InputError("column header has no 'time' column; expected nccl-tests' "
-                             "'size count type [redop] [root] time algbw busbw ...'", file=self.path, line=line)
-        self.columns = _Columns(line=line, width=len(names), size=where["size"], count=where["count"],
-                                type=where["type"], redop=names.index("redop") if "redop" in names else None,
-                                root=names.index("root") if "root" in names else None,
-                                placements=tuple(placements))
-
-    def add_row(self, fields: list[str], line: int) -> None:
-        cols = self.columns
-        assert cols is not None
-        if len(fields) < cols.width:
-            raise InputError(f"data row has {len(fields)} fields, the column header on line {cols.line} names "
-                             f"{cols.width}; is the line cut short?", file=self.path, line=line)
-        p, n = self.path, line
-        timings = []
-        for place, (t, a, b, w) in zip(("out-of-place", "in-place"), cols.placements):
-            time_us = _number(fields[t], p, n, f"{place} time")
-            if time_us <= 0:
-                raise InputError(f"{place} time must be positive (us), got {fields[t]}", file=p, line=n)
-            timings.append(Timing(time_us, _number(fields[a], p, n, f"{place} algbw"),
-                                  _number(fields[b], p, n, f"{place} busbw"), fields[w] if w is not None else None))
-        size = _integer(fields[cols.size], p, n, "size")
-        if size <= 0:
-            raise InputError(f"size must be a positive number of bytes, got {size}", file=p, line=n)
-        if self.rows and size <= self.rows[-1].bytes:
-            raise InputError(f"size {size} B does not grow from the row before ({self.rows[-1].bytes} B on line "
-                             f"{self.rows[-1].line}); two tests mixed in one file?", file=p, line=n)
-        self.rows.append(Row(
-            line=n, bytes=size, count=_integer(fields[cols.count], p, n, "count"), type=fields[cols.type],
-            redop=fields[cols.redop] if cols.redop is not None else None,
-            root=_integer(fields[cols.root], p, n, "root") if cols.root is not None else None,
-            out_of_place=timings[0], in_place=timings[1] if len(timings) > 1 else None))
-
-    def finish(self, op: str | None) -> NcclTestsRun:
-        where = self.columns.line if self.columns else None
-        if self.columns is None:
+    def _drafts(self) -> list[Draft]:
+        with_rows = [t for t in self.done if t.has_table]
+        if not with_rows:
+            found = [w for t in self.done for w in t.draft.warnings]
             raise InputError("no nccl-tests column header ('#  size  count  type ... time  algbw  busbw') "
-                             "found; is this the output of an nccl-tests binary such as all_reduce_perf?",
+                             "nor data rows found; is this the output of an nccl-tests binary such as "
+                             "all_reduce_perf?" + (f" (first unusable line: {found[0]})" if found else ""),
                              file=self.path)
-        if not self.rows:
-            raise InputError("no data rows after the column header (a run that stopped early?); expected rows "
-                             "such as '1048576  262144  float  sum  -1  52.1  20.13  35.22  0 ...'",
-                             file=self.path, line=where)
-        ranks = len(self.ranks) or None
-        if ranks is not None and sorted(self.ranks) != list(range(ranks)):
-            missing = sorted(set(range(max(self.ranks) + 1)) - set(self.ranks))
-            raise InputError(f"rank lines skip rank(s) {', '.join(map(str, missing[:5]))}: the device list is "
-                             "incomplete (output of several processes mixed?)", file=self.path,
-                             line=min(r.line for r in self.ranks.values()))
-        found, op_from = self._op(op, ranks)
-        return NcclTestsRun(
-            path=self.path, op=found, op_from=op_from, ranks=ranks,
-            rank_lines=tuple(self.ranks[r] for r in sorted(self.ranks)), rows=tuple(self.rows),
-            header_line=self.columns.line, threads=self.threads, gpus_per_thread=self.gpus_per_thread,
-            version=self.version, avg_busbw_GBps=self.avg_busbw, out_of_bounds=self.out_of_bounds,
-            nccl_env=tuple(self.env))
+        # a test without a table (it stopped before its header) hands its warnings to the next one
+        carried: list[LogWarning] = []
+        for t in self.done:
+            if not t.has_table:
+                if t.started_line is not None:
+                    carried.append(LogWarning(self.path, t.started_line, "this test has no table (it stopped "
+                                                                          "before its first row?)"))
+                carried += t.draft.warnings
+                continue
+            t.draft.warnings[:0] = carried
+            carried = []
+        if carried:
+            with_rows[-1].draft.warnings += carried
+        return [t.draft for t in with_rows]
 
-    def _op(self, op: str | None, ranks: int | None) -> tuple[str, str]:
-        if op is not None:
-            return op, "given"
-        if self.binary is not None:
-            name, line = self.binary
-            m = _BINARY.search(name)
-            short = m.group(1) if m else name
-            if short in OPS:
-                return short, f"binary name (line {line})"
-            raise InputError(f"{name!r} is not an nccl-tests binary this reader knows; it reads "
-                             f"{', '.join(o + '_perf' for o in OPS)} (or pass --op)", file=self.path, line=line)
-        candidates = self._candidates_from_columns(ranks)
-        if len(candidates) == 1:
-            return candidates[0], "columns"
-        raise InputError(f"cannot tell the operation from the columns (it could be {' or '.join(candidates)}); "
-                         "pass --op, or keep the '# Collective test starting: <op>_perf' or command line in the "
-                         "log", file=self.path, line=self.columns.line if self.columns else None)
+    def next_test(self, number: int) -> _Test:
+        self.cur.close(number)
+        self.done.append(self.cur)
+        self.cur = _Test(self.path)
+        return self.cur
 
-    def _candidates_from_columns(self, ranks: int | None) -> list[str]:
-        """Ops consistent with the redop and root columns and with size / (count x type bytes)."""
-        row = self.rows[0]
-        # nccl-tests since ~2.10 prints both columns for every op ("none" / -1 when they do not apply);
-        # older versions print a column only for the ops that have it (redop: reductions, root: rooted)
-        reduces = row.redop is not None and row.redop != "none"
-        rooted = row.root is not None and row.root >= 0
-        candidates = [o for o in OPS if (o in REDUCING_OPS) == reduces and (o in ROOTED_OPS) == rooted]
-        element = TYPE_BYTES.get(row.type)
-        if element and ranks and ranks > 1 and row.count:
-            ratio = row.bytes / (row.count * element)
-            if ratio == ranks:
-                candidates = [o for o in candidates if o in PER_RANK_COUNT_OPS]
-            elif ratio == 1:
-                candidates = [o for o in candidates if o not in PER_RANK_COUNT_OPS]
-        return candidates
+    def preamble(self, number: int, taken: bool = False) -> _Test:
+        """The test a preamble line (version, binary, nThread, rank, command line) belongs to: a new
+        one once the current test has a table, or already holds what this line sets."""
+        if self.cur.state != "preamble" or taken:
+            return self.next_test(number)
+        return self.cur
+
+    def feed(self, raw: str, number: int) -> None:
+        cleaned = lines.clean(raw)
+        if cleaned.debug:
+            self._debug(cleaned.debug, number)
+        line = cleaned.text
+        if not line:
+            return
+        cur = self.cur
+        if m := _STARTING.search(line):
+            if m.group(1) == "starting":
+                test = self.preamble(number, taken=cur.draft.binary_definitive)
+                test.draft.saw_binary(m.group(2), number, definitive=True)
+                test.started_line = test.started_line or number
+            else:
+                cur.footer = True
+                cur.state = "closed" if cur.has_table else cur.state
+            return
+        if m := _NTHREAD.match(line):
+            test = self.preamble(number, taken=cur.draft.threads is not None)
+            test.draft.threads, test.draft.gpus_per_thread = int(m.group(1)), int(m.group(2))
+            test.started_line = test.started_line or number
+            return
+        if m := _VERSION.match(line):
+            test = self.preamble(number, taken=cur.draft.version is not None)
+            test.draft.version = m.group(1)
+            if m.group(2):
+                test.draft.nccl_version = nccl_version_name(int(m.group(2)))
+            test.started_line = test.started_line or number
+            return
+        if m := _RANK.match(line):
+            rank = RankLine(number, int(m.group(1)), int(m.group(2)), m.group(3), int(m.group(4)), m.group(6).strip())
+            test = self.preamble(number)
+            if rank.rank in test.draft.rank_lines:
+                first = test.draft.rank_lines[rank.rank]
+                raise InputError(
+                    f"rank {rank.rank} is listed twice (also line {first.line}): each process ran its own test, "
+                    "as when nccl-tests built without MPI=1 is started by mpirun; rebuild with MPI=1, or keep one "
+                    "process's output", file=self.path, line=number)
+            test.draft.rank_lines[rank.rank] = rank
+            return
+        if _RANK_LIKE.match(line):
+            self.preamble(number).warn(number, "device line not understood (expected '#  Rank  r Group g Pid p "
+                                               "on host device d [bus] name'); its rank is not counted")
+            return
+        if m := _AVG_BUSBW.match(line):
+            value = lines.decimal(m.group(1))
+            if value is None:
+                cur.warn(number, f"Avg bus bandwidth {m.group(1)!r} is not a number")
+            else:
+                cur.draft.avg_busbw, cur.avg_half = value[0], value[1] + 5e-6 * value[0]  # printed with %g
+                cur.avg_line = number
+            cur.footer = True
+            cur.state = "closed" if cur.has_table else cur.state
+            return
+        if _OUT_OF_BOUNDS.match(line):
+            cur.draft.out_of_bounds = line.split(":", 1)[1].strip()
+            cur.footer = True
+            return
+        tokens = line.lstrip("#").split()
+        if {"size", "count", "type", "busbw"} <= set(tokens):
+            test = self.next_test(number) if cur.has_table else cur
+            test.columns = _header_columns(tokens, self.path, number)
+            test.draft.header_line = number
+            test.draft.columns_from = f"column header, line {number}"
+            test.draft.has_redop = test.columns.redop is not None
+            test.draft.has_root = test.columns.root is not None
+            test.state = "table"
+            return
+        if line.startswith("#") or _UNITS.match(line) or _PLACEMENTS.match(line):
+            if cur.state == "preamble":
+                self._command(line, number)
+            return
+        fields = line.split()
+        if lines.is_data_like(fields) or (cur.partial is not None and lines.DECIMAL.fullmatch(fields[0])):
+            if cur.state == "closed":
+                cur = self.next_test(number)
+            if cur.columns is None:
+                inferred = _inferred_columns(lines.without_timestamp(fields))
+                if inferred is None:
+                    cur.warn(number, f"row left out: {len(fields)} fields fit none of nccl-tests' column layouts "
+                                     "('size count type [redop] [root]' and 4 or 8 fields per placement), and the "
+                                     "log has no column header to say", row=True)
+                    return
+                cur.columns, layout = inferred
+                cur.inferred = True
+                cur.draft.header_line = number
+                cur.draft.columns_from = f"no header; inferred from line {number}: {layout}"
+                cur.draft.has_redop, cur.draft.has_root = cur.columns.redop is not None, cur.columns.root is not None
+                cur.state = "table"
+            if cur.add_row(fields, number, cleaned.glued):
+                columns, columns_from = cur.columns, cur.draft.columns_from
+                cur = self.next_test(number)
+                cur.columns, cur.inferred, cur.state = columns, True, "table"
+                cur.draft.header_line, cur.draft.columns_from = number, columns_from
+                cur.draft.has_redop, cur.draft.has_root = columns.redop is not None, columns.root is not None
+                cur.add_row(fields, number, cleaned.glued)
+            return
+        if cur.state == "table":
+            cur.flush_partial()
+            cur.warn(number, f"not a data row of the table (line {cur.draft.header_line}): {_excerpt(line)}")
+            return
+        self._command(line, number)
+
+    def _command(self, line: str, number: int) -> None:
+        """A command line or comment before a table: the binary and NCCL_* settings it names."""
+        settings = [(k, v.strip("'\""), number) for k, v in _NCCL_ENV.findall(line) if k not in _NOT_ENV_NAMES]
+        m = _BINARY.search(line)
+        if not settings and not m:
+            return
+        test = self.preamble(number)
+        test.draft.env += settings
+        if m:
+            test.draft.saw_binary(m.group(0), number, definitive=False)
+
+    def _debug(self, text: str, number: int) -> None:
+        """An NCCL debug line: settings, version and communicator size; the rest is NCCL's business."""
+        cur = self.cur
+        found = lines.nccl_env(text)
+        if found and found[0] not in _NOT_ENV_NAMES:
+            test = self.preamble(number) if cur.state == "closed" else cur
+            test.draft.env.append((found[0], found[1], number))
+        version = lines.nccl_version(text)
+        if version:
+            test = self.preamble(number) if cur.state == "closed" else cur
+            test.draft.nccl_version = version
+        if "Init COMPLETE" in text and (n := lines.nccl_nranks(text)):
+            test = self.preamble(number) if cur.state == "closed" else cur
+            test.draft.info_nranks.append((n, number))
+
+
+def _excerpt(line: str, width: int = 60) -> str:
+    text = line if len(line) <= width else line[: width - 3] + "..."
+    return repr(text)

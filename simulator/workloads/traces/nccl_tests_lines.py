@@ -1,0 +1,162 @@
+"""One line of a log as found: launcher prefixes taken off, NCCL's debug text told apart from
+nccl-tests' own, and the number spellings nccl-tests prints.
+
+What launchers add in front of every line: Open MPI ``--tag-output`` (``[1,0]<stdout>:``), Slurm
+``srun --label`` (``0: ``), pdsh/clush and ``mpirun`` host tags (``node001: ``, ``[node001] ``), MPICH
+and Intel MPI ranks (``[0] ``), and timestamps (``2024-05-01T12:00:00.123Z``, ``[2024-05-01 12:00:00]``,
+``Mon May  1 12:00:00 2024``, ``12:00:00``). NCCL's debug lines (``NCCL_DEBUG=INFO``) look like
+``[timestamp] host:pid:tid [dev] NCCL INFO text`` and ``... [dev] file.cc:123 NCCL WARN text``
+(``ncclDebugLog`` in NCCL ``src/debug.cc``); interleaved with nccl-tests' output, one may be glued to
+the end of a data row, or cut a row in two.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+_TIMESTAMP = (r"(?:\[?\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}:\d{2}(?:[.,]\d+)?(?:Z|[+-]\d{2}:?\d{2})?\]?"
+              r"|\[?[A-Z][a-z]{2} [A-Z][a-z]{2} [ \d]\d \d{2}:\d{2}:\d{2} \d{4}\]?"
+              r"|\[?[A-Z][a-z]{2} [ \d]\d \d{2}:\d{2}:\d{2}\]?"
+              r"|\[?\d{2}:\d{2}:\d{2}(?:[.,]\d+)?\]?)")
+_PREFIXES = (
+    re.compile(r"\[\d+,\d+\]<std(?:out|err|diag)>:\s?"),   # Open MPI --tag-output
+    re.compile(_TIMESTAMP + r"(?=[\s\[<#]|$)\s*"),          # timestamps (also Open MPI --timestamp-output)
+    re.compile(r"\d+:\s"),                                 # srun --label
+    re.compile(r"\[\d+\]\s"),                              # MPICH / Intel MPI -prepend-rank
+    re.compile(r"\[[A-Za-z][\w.-]*\]:?\s"),                # [host] tags
+    re.compile(r"[A-Za-z][\w./-]*:\s"),                    # host: (pdsh, clush, mpirun tags), srun:
+)
+"""Prefixes taken off the start of a line, as often as they come (up to :data:`MAX_PREFIXES`)."""
+
+MAX_PREFIXES = 6
+
+_NCCL_MARK = re.compile(r"NCCL (?:INFO|WARN|TRACE|CALL|ABORT)\b|NCCL version \d")
+_DEBUG_START = re.compile(
+    r"(?:\[\d{4}-\d{2}-\d{2}[^\]]*\]\s*)?"          # NCCL_DEBUG_TIMESTAMP_FORMAT
+    r"(?P<host>[A-Za-z][\w.-]*):\d+:\d+\s+\[\d+\]\s+(?:\S+:\d+\s+(?:\([^)]*\)\s+)?)?"
+    r"(?:[\d.]+\s+\S+:\d+\s+)?NCCL ")
+"""Where an NCCL debug line starts inside a longer line (its hostname must start with a letter to be
+told apart from the digits of a data row it is glued to)."""
+
+_SET_BY_ENV = re.compile(r"\b(NCCL_[A-Z0-9_]+) set by environment to (\S+?)\.?$")
+_NCCL_VERSION = re.compile(r"NCCL version (\d+\.\d+\.\d+)")
+_NRANKS = re.compile(r"\bnranks (\d+)\b")
+
+PLAIN_INT = re.compile(r"\d+")
+"""How nccl-tests prints sizes and counts (``%12li``): digits only."""
+_SIGNED_INT = re.compile(r"-?\d+")
+DECIMAL = re.compile(r"\d+(?:\.\d*)?(?:[eE][-+]?\d+)?")
+"""How nccl-tests prints time, algbw and busbw (``%7.2f`` ... ``%7.1e``, never negative)."""
+NUMBER_LIKE = re.compile(r"[-+]?(?:\d[\d,_]*(?:\.\d*)?|\.\d+|0[xX][0-9a-fA-F]+)(?:[eE][-+]?\d+)?")
+"""A first field in any spelling of a number (``-8``, ``1e3``, ``0x100``, ``1,024``): the line was meant
+as a data row, so when it cannot be read it is reported, not skipped as text."""
+_ROW_TIMESTAMP = re.compile(r"\d{4}-\d{2}-\d{2}")
+
+
+@dataclass(frozen=True, slots=True)
+class CleanLine:
+    """A line with its launcher prefix taken off, split into nccl-tests text and NCCL debug text."""
+
+    text: str
+    """What nccl-tests printed (empty for a whole NCCL debug line)."""
+    debug: str | None
+    """NCCL debug text found on the line (a whole INFO/WARN line, or one glued after ``text``)."""
+    glued: bool = False
+    """True when debug text was glued to the end of nccl-tests text."""
+
+
+def strip_prefixes(line: str) -> str:
+    """``line`` without launcher prefixes and surrounding white space."""
+    line = line.strip()
+    for _ in range(MAX_PREFIXES):
+        if line.startswith("#"):
+            break
+        for prefix in _PREFIXES:
+            m = prefix.match(line)
+            if m and m.end() > 0:
+                line = line[m.end():].lstrip()
+                break
+        else:
+            break
+    return line
+
+
+def clean(raw: str) -> CleanLine:
+    """``raw`` (one line, without its newline) cleaned: prefixes off, NCCL debug text apart."""
+    line = strip_prefixes(raw)
+    mark = _NCCL_MARK.search(line)
+    if mark is None:
+        return CleanLine(line, None)
+    start = None
+    for m in _DEBUG_START.finditer(line):
+        if m.end() > mark.start() - 1 and m.start() <= mark.start():
+            start = m.start()
+            break
+    if start is None:
+        start = mark.start()
+    # a hostname glued to a digit: "0host-a:42:43 [0] NCCL INFO" -> cut before the letter
+    before = line[:start].rstrip()
+    if not before:
+        return CleanLine("", line)
+    return CleanLine(before, line[start:], glued=True)
+
+
+def nccl_env(debug: str) -> tuple[str, str] | None:
+    """``NCCL_X set by environment to V`` (``ncclGetEnv`` users and ``NCCL_PARAM`` in NCCL
+    ``src/misc/param.cc``, which ends integers with a period) as (name, value)."""
+    m = _SET_BY_ENV.search(debug.rstrip())
+    return (m.group(1), m.group(2)) if m else None
+
+
+def nccl_version(debug: str) -> str | None:
+    """``NCCL version 2.21.5+cuda12.4`` (``showVersion`` in NCCL ``src/init.cc``) as ``2.21.5``."""
+    m = _NCCL_VERSION.search(debug)
+    return m.group(1) if m else None
+
+
+def nccl_nranks(debug: str) -> int | None:
+    """The communicator size of ``comm 0x... rank 0 nranks 8 ... - Init COMPLETE`` lines."""
+    if "NCCL INFO" not in debug:
+        return None
+    m = _NRANKS.search(debug)
+    return int(m.group(1)) if m else None
+
+
+def is_data_like(fields: list[str]) -> bool:
+    """The line starts with a number in any spelling and has a second field: a data row, readable
+    or not."""
+    return len(fields) >= 2 and NUMBER_LIKE.fullmatch(fields[0]) is not None
+
+
+def without_timestamp(fields: list[str]) -> list[str]:
+    """A row's fields without the ``YYYY-MM-DD HH:MM:SS`` that ``-Z`` adds at its end."""
+    if len(fields) >= 2 and _ROW_TIMESTAMP.fullmatch(fields[-2]) and ":" in fields[-1]:
+        return fields[:-2]
+    return fields
+
+
+def plain_int(text: str) -> int | None:
+    """``text`` as a whole number if it is plain digits, else None."""
+    return int(text) if PLAIN_INT.fullmatch(text) else None
+
+
+def signed_int(text: str) -> int | None:
+    return int(text) if _SIGNED_INT.fullmatch(text) else None
+
+
+def decimal(text: str) -> tuple[float, float] | None:
+    """``text`` as nccl-tests prints a time or bandwidth: (value, half a unit of its last digit), or None
+    if it is not such a number (negative, hex, ``inf``, ``nan``, thousands separators)."""
+    if not DECIMAL.fullmatch(text):
+        return None
+    mantissa, _, exponent = text.lower().partition("e")
+    decimals = len(mantissa.partition(".")[2])
+    try:
+        value = float(text)
+        half = 0.5 * 10.0 ** (int(exponent or 0) - decimals)
+    except OverflowError:
+        return None
+    if value != value or value == float("inf"):
+        return None
+    return value, half
