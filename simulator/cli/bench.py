@@ -75,6 +75,12 @@ def register(app: typer.Typer) -> None:
         if dtype not in TYPE_SIZE:
             raise unknown_choice("dtype", dtype, list(TYPE_SIZE), field="dtype")
         fabric = load_fabric(topology, fault)
+        from simulator.cli.common import fault_files, output_plan, topology_path
+        from simulator.topology.builder import topology_files
+
+        plan = output_plan([*topology_files(topology_path(topology)), *fault_files(fault)], json=json_path,
+                           plot=plot, heatmap=heatmap, trace=trace, credit_plot=credit_plot)
+        inputs = plan.inputs
         n = gpus or len(fabric.gpus)
         if root >= n:
             raise InputError(f"root rank {root} does not exist: the run has ranks 0..{n - 1}", field="root")
@@ -85,10 +91,9 @@ def register(app: typer.Typer) -> None:
                          switch=switch_flags(arbiter, crossbar, iterations, speedup, queueing))
         tracer = recorder = None
         if trace:
-            from simulator.cli.common import topology_path
             from simulator.reports.trace import TraceWriter
 
-            tracer = TraceWriter(path=trace, inputs=[str(topology_path(topology))])
+            tracer = TraceWriter(path=trace, inputs=inputs)
         if credit_plot:
             from simulator.reports.plots import CreditRecorder
 
@@ -107,9 +112,6 @@ def register(app: typer.Typer) -> None:
 
         with SweepProgress(Console(stderr=True), f"{op} on {spec.gpus} GPUs") as progress:
             rows = sweep(fabric, spec, on_row=progress.row, on_plan=progress.plan, on_hops=progress.hops, **kwargs)
-        from simulator.cli.common import topology_path
-
-        inputs = [str(topology_path(topology))]
         if heatmap:
             from simulator.reports.plots import link_utilization_heatmap
             from simulator.units import format_bytes

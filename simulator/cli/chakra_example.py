@@ -21,13 +21,16 @@ def register(app: typer.Typer) -> None:
         (default: Llama-3-70B shape, 4096 tokens, TP 8); run it with a scenario item
         ``{kind: chakra, chakra: PREFIX}``."""
         from simulator.errors import InputError
+        from simulator.reports.export import check_output
         from simulator.workloads.traces.chakra import write_trace
         from simulator.workloads.traces.chakra_example import LayerShape, tp_layer_nodes
 
         base = Path(prefix)
-        if not base.parent.is_dir():
-            raise InputError(f"output folder {base.parent} does not exist", file=prefix)
+        if prefix.endswith("/") or base.is_dir():
+            raise InputError(f"{prefix}: is a folder; give a prefix such as {base / 'layer'} "
+                             f"(writes {base / 'layer'}.0.et ..)", field="PREFIX")
         paths = [base.parent / f"{base.name}.{r}.et" for r in range(tp)]
+        check_output(paths[0], flag="PREFIX")  # the folder exists and can be written
         existing = [p for p in paths if p.exists()]
         if existing:
             raise InputError(f"{existing[0]} exists; choose another prefix (nothing was written)", file=prefix)

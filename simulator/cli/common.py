@@ -130,6 +130,34 @@ def fault_flags(values: list[str]) -> tuple[list, list]:
     return specs, where
 
 
+def fault_files(values: list[str] | None) -> list[Path]:
+    """The files among ``--fault`` values, with each file they ``extends:`` (inputs of the run)."""
+    from simulator.topology.loader import load_yaml
+
+    out: list[Path] = []
+    for value in values or []:
+        if Path(value).is_file():
+            out += [Path(f) for f in load_yaml(value)[1].files]
+    return out
+
+
+def output_plan(inputs, **outputs: str | None):  # noqa: ANN001, ANN201
+    """The command's outputs checked before it runs (``reports.export.OutputPlan``): keyword
+    ``json``, ``csv``, ``trace`` are data files (``-``: standard output, not for a trace), any
+    other keyword a figure (``plot``, ``power_plot`` ...); each is named in errors as its flag
+    (``--power-plot``). Returns the plan: give ``plan.inputs`` to the writers."""
+    from simulator.reports.export import OutputPlan
+
+    plan = OutputPlan(inputs)
+    for name, path in outputs.items():
+        flag = "--" + name.replace("_", "-")
+        if name in ("json", "csv", "trace"):
+            plan.add_data(flag, path, stdout=name != "trace")
+        else:
+            plan.add_figure(flag, path)
+    return plan
+
+
 def topology_path(name: str) -> Path:
     """A topology file by path, or a shipped one by name (``gb200_nvl72``)."""
     from simulator.shipped import find

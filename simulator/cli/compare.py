@@ -8,8 +8,8 @@ from typing import Annotated, Optional
 import typer
 
 from simulator.cli.common import (JSON_HELP, EngineOpt, FaultOpt, LaunchOpt, OversubscribeOpt, PartsOpt,
-                                  fault_specs, launch_flag, parts_flags, plain_console, print_warnings,
-                                  report_console)
+                                  fault_files, fault_specs, launch_flag, output_plan, parts_flags, plain_console,
+                                  print_warnings, report_console)
 from simulator.errors import InputError
 
 
@@ -60,6 +60,13 @@ def register(app: typer.Typer) -> None:
 
         specs, locate = fault_specs(fault or [])
         parts, launch = parts_flags(parts), launch_flag(launch)
+        from simulator.topology.builder import topology_files
+        from simulator.workloads.scenario import scenario_files
+
+        read = [f for t in topologies for f in topology_files(t)]
+        read += scenario_files(scenario, topologies=[]) if scenario else []
+        inputs = output_plan([*read, *parts, *fault_files(fault)], json=json_path, plot=plot,
+                             power_plot=power_plot).inputs
 
         console = plain_console(stderr=True)
         with console.status("simulating") as status:
@@ -69,7 +76,6 @@ def register(app: typer.Typer) -> None:
         out = report_console(stderr=json_path == "-")
         print_scenario(model, systems, out)
         print_warnings(model, out)
-        inputs = [*topologies, *([scenario] if scenario else []), *parts]
         if json_path:
             write_json(json_path, {"systems": [s.as_dict() for s in systems], "warnings": list(model._warnings)}, inputs)
         if plot:

@@ -23,10 +23,12 @@ def register(app: typer.Typer) -> None:
         fault: FaultOpt = None,
     ) -> None:
         """Summarize a topology: devices, links, per-GPU and bisection bandwidth, static power."""
-        from simulator.cli.common import load_fabric
+        from simulator.cli.common import fault_files, load_fabric, output_plan, topology_path
+        from simulator.topology.builder import topology_files
         from simulator.topology.describe import describe as summarize
 
         fabric = load_fabric(topology, fault)
+        output_plan([*topology_files(topology_path(topology)), *fault_files(fault)], plot=plot)
         if fabric.changes:  # faults during the run: describe what is left after the last one
             from dataclasses import replace
 

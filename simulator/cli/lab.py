@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Annotated, Optional
 
 import typer
 
-from simulator.cli.common import ArbiterOpt, CrossbarOpt, IterationsOpt, plain_console, switch_flags
+from simulator.cli.common import ArbiterOpt, CrossbarOpt, IterationsOpt, output_plan, plain_console, switch_flags
 from simulator.errors import InputError
 
 if TYPE_CHECKING:
@@ -77,6 +77,7 @@ def credits(
     """One saturated link: simulated throughput beside min(line rate, buffer / credit RTT)."""
     from simulator.workloads.labs.credits import DEFAULT_GENERATIONS, credit_sweep, explain_credits
 
+    output_plan((), plot=plot)
     rows = credit_sweep(tuple(generation or DEFAULT_GENERATIONS), _buffers(buffers), _lengths(cables))
     if plot:
         from simulator.reports.plots.lab_credits import lab_credits
@@ -111,6 +112,7 @@ def arbitration(
     """N inputs saturate one output: each input's share, Jain index, starvation, per arbiter."""
     from simulator.workloads.labs.arbitration import STARVED_SHARE, arbitration_lab, explain_arbitration
 
+    output_plan((), plot=plot)
     rows = arbitration_lab(n_inputs=inputs, generation=generation)
     if plot:
         from simulator.reports.plots.lab_arbitration import lab_arbitration
@@ -155,6 +157,7 @@ def hol(
     from simulator.workloads.labs.hol import explain_hol, hol_lab
 
     flags = switch_flags(arbiter, crossbar, iterations, speedup, None)
+    output_plan((), plot=plot)
     result = hol_lab(n_incast=incast, hot_load=hot_load, generation=generation, speedup=speedup, seed=seed,
                      arbiter=flags.arbiter or "round_robin", crossbar=flags.crossbar or "auto",
                      iterations=flags.iterations or 1)
@@ -207,6 +210,7 @@ def switch(
         raise InputError(f"need at least 100 cell times to measure, got {slots}", field="slots")
     designs = [find_design(d) for d in design] if design else list(DESIGNS)
     console = plain_console(stderr=True)
+    output_plan((), plot=plot)
     with console.status(f"simulating {len(designs)} designs on a {ports}x{ports} switch ..."):
         rows = switch_lab(ports, designs, slots=slots, load=load, seed=seed)
     if plot:
@@ -262,6 +266,7 @@ def retry(
     seeded go-back-N simulation (one link, one direction)."""
     from simulator.workloads.labs.retry import explain_retry, retry_sweep
 
+    output_plan((), plot=plot)
     rows = retry_sweep(generation, _bers(bers), _buffers(buffers), packets=packets, seed=seed)
     if plot:
         from simulator.reports.plots.lab_retry import lab_retry

@@ -6,8 +6,9 @@ from typing import Annotated, Optional
 
 import typer
 
-from simulator.cli.common import (JSON_HELP, FaultOpt, LaunchOpt, OversubscribeOpt, PartsOpt, fault_specs,
-                                  launch_flag, parts_flags, plain_console, print_warnings, report_console)
+from simulator.cli.common import (JSON_HELP, FaultOpt, LaunchOpt, OversubscribeOpt, PartsOpt, fault_files,
+                                  fault_specs, launch_flag, output_plan, parts_flags, plain_console, print_warnings,
+                                  report_console)
 
 
 def register(app: typer.Typer) -> None:
@@ -40,7 +41,10 @@ def register(app: typer.Typer) -> None:
             model = model.model_copy(update={"allow_oversubscribe": True})
         specs, locate = fault_specs(fault or [])
         parts, launch = parts_flags(parts), launch_flag(launch)
-        inputs = [scenario, *map(str, topologies), *parts]
+        from simulator.workloads.scenario import scenario_files
+
+        inputs = output_plan([*scenario_files(scenario), *parts, *fault_files(fault)], json=json_path,
+                             csv=csv_path, trace=trace, plot=plot).inputs
         observer = None
         if trace:
             from simulator.reports.trace import TraceWriter

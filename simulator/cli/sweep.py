@@ -49,13 +49,15 @@ def register(app: typer.Typer) -> None:
             for p in loaded.points:
                 typer.echo(f"{p.index:4d}  {p.digest[:12]}  " + "  ".join(f"{k}={v}" for k, v in p.axes.items()))
             return
+        from simulator.cli.common import output_plan
+
+        inputs = output_plan(loaded.inputs, json=json_path, csv=csv_path, plot=plot).inputs
         store = ResultCache(None if no_cache else (cache or default_dir()))
         console = plain_console(stderr=True)
         with (_progress(console, loaded.model.name, len(loaded.points)) if console.is_terminal else _quiet()) as bar:
             outcomes = run_points(loaded.points, execute, workers=workers, scheduler=scheduler, cache=store,
                                   on_outcome=lambda _o: bar.advance())
         rows = result_rows(outcomes)
-        inputs = [sweep_file]
         if json_path:
             write_json(json_path, {"sweep": loaded.model.name, "axes": axes, "rows": rows}, inputs)
         if csv_path:

@@ -33,12 +33,14 @@ RUN_GAP_S = 1e-6
 class _Stream:
     """Trace events written to a file as they come: ``append`` and ``len`` as on a list. They go to
     a hidden file beside ``path`` that replaces it when the trace is complete (mode 0644), so a run
-    that fails leaves the old file, never half a trace."""
+    that fails leaves the old file, never half a trace. A device or pipe (``/dev/null``) is
+    written in place: renaming over it would replace it."""
 
     def __init__(self, path: Path, inputs: Iterable[str | Path] = ()) -> None:
         guard(path, inputs)
         self.path = path
-        self.tmp = path.with_name(f".{path.name}.partial")
+        self.in_place = path.exists() and not path.is_file()
+        self.tmp = path if self.in_place else path.with_name(f".{path.name}.partial")
         self.file: IO[str] | None = None
         self.count = 0
 
@@ -59,8 +61,9 @@ class _Stream:
         assert self.file is not None
         self.file.write(f'\n], "displayTimeUnit": "ns", "otherData": {json.dumps(other)}}}\n')
         self.file.close()
-        os.chmod(self.tmp, FILE_MODE)
-        os.replace(self.tmp, self.path)
+        if not self.in_place:
+            os.chmod(self.tmp, FILE_MODE)
+            os.replace(self.tmp, self.path)
 
 
 class TraceWriter(EngineObserver):

@@ -156,6 +156,9 @@ class Sweep:
     model: SweepModel
     kind: str
     points: list[Point]
+    inputs: tuple[Path, ...] = ()
+    """Every file the sweep reads: the sweep file (and what it extends), its topologies or scenario
+    and their own files (what they extend, parts files, Chakra traces)."""
 
 
 def load_sweep(path: str | Path) -> Sweep:
@@ -169,7 +172,8 @@ def load_sweep(path: str | Path) -> Sweep:
     model = validate_model(SweepModel, data, sources)
     kind = next(k for k in BASE_KINDS if getattr(model.base, k) is not None)
     expander = _Expander(path, model, kind, sources)
-    return Sweep(path=path, model=model, kind=kind, points=expander.points())
+    points = expander.points()
+    return Sweep(path=path, model=model, kind=kind, points=points, inputs=tuple(expander.inputs()))
 
 
 def _canonical(value: Any) -> str:
@@ -233,6 +237,21 @@ class _Expander:
         names = self.model.axes.get("topology", [self.base["topology"]])
         where = ("axes", "topology") if "topology" in self.model.axes else ("base", "bench", "topology")
         return [self._loaded(self._file(str(n), where))[0] for n in names]
+
+    def inputs(self) -> list[Path]:
+        """The files the points read (``Sweep.inputs``)."""
+        from simulator.topology.builder import topology_files
+        from simulator.workloads.scenario import scenario_files
+
+        files = [Path(f) for f in self.sources.files]
+        topologies = [self._file(str(n), ("axes", "topology")) for n in self.model.axes.get("topology", [])]
+        if self.kind == "bench" and not topologies:
+            topologies = [self._file(self.base["topology"], ("base", "bench", "topology"))]
+        if self.kind == "scenario":
+            files += scenario_files(self._file(self.base["scenario"], ("base", "scenario")))
+        for topo in topologies:
+            files += topology_files(topo)
+        return files
 
     def points(self) -> list[Point]:
         self._check_axes()

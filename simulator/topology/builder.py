@@ -25,7 +25,7 @@ from simulator.hardware.catalog import (CablePart, Catalog, DevicePart, Hardware
                                         RetimerPart, check_retimers, load_catalog)
 from simulator.topology.fabric import Channel, CreditSpec, Fabric, Node, SwitchScheduling
 from simulator.topology.faults import ErrorAt, apply_faults, timed_faults
-from simulator.topology.loader import Path_, SourceMap
+from simulator.topology.loader import Path_, SourceMap, load_yaml
 from simulator.topology.patterns import pairs, select
 from simulator.topology.schema import DeviceSpec, LinkSpec, TopologyModel
 from simulator.topology.validate import load_topology
@@ -111,6 +111,18 @@ def _parts_files(model: TopologyModel, sources: SourceMap) -> list[Path]:
         if not path.is_file():
             raise sources.error(("parts", i), f"{path}: no such parts file")
         files.append(path)
+    return files
+
+
+def topology_files(path: str | Path) -> list[Path]:
+    """Every file that building the topology file ``path`` reads: the file, each file it
+    ``extends:``, and its ``parts:`` files (the output guard refuses to write over any of them)."""
+    data, sources = load_yaml(path)
+    files = [Path(f) for f in sources.files]
+    names = data.get("parts") if isinstance(data, dict) else None
+    for i, name in enumerate(names if isinstance(names, list) else []):
+        file, _ = sources.where(("parts", i))
+        files.append(Path(file).parent / str(name))
     return files
 
 

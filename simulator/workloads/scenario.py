@@ -349,6 +349,39 @@ def load_scenario(path: str | Path) -> tuple[ScenarioModel, list[Path]]:
     return scenario, topologies
 
 
+def scenario_files(path: str | Path, topologies: list[str | Path] | None = None) -> list[Path]:
+    """Every file that running the scenario file ``path`` reads: the file and what it ``extends:``,
+    its ``parts:`` files, the Chakra traces its items name, and each topology's own files
+    (``topology_files``); ``topologies`` replaces the file's own (``compare --scenario``). For the
+    output guard: a part that cannot be listed (a trace folder with no traces) adds nothing."""
+    from simulator.topology.builder import topology_files
+    from simulator.workloads.traces.chakra import trace_files
+
+    path = Path(path)
+    data, sources = load_yaml(path)
+    data = data if isinstance(data, dict) else {}
+    files = [Path(f) for f in sources.files]
+
+    def beside(name: Any) -> Path:
+        return Path(str(name)) if Path(str(name)).is_absolute() else path.parent / str(name)
+
+    files += [beside(name) for name in _list(data.get("parts"))]
+    for item in _list(data.get("workloads")):
+        if isinstance(item, dict) and item.get("kind") == "chakra" and isinstance(item.get("chakra"), str):
+            try:
+                files += trace_files(beside(item["chakra"]))
+            except InputError:
+                pass  # load_scenario reports it at the item's line
+    for topo in topologies if topologies is not None else [beside(t) for t in _list(data.get("topologies"))]:
+        if Path(topo).is_file():
+            files += topology_files(topo)
+    return files
+
+
+def _list(value: Any) -> list:
+    return value if isinstance(value, list) else []
+
+
 def _sizes_problem(text: str) -> str | None:
     """Why ``text`` is not a size, a list ``1M,64M`` or a range ``1K:8G`` (None if it is one)."""
     from simulator.units import UnitError, parse_size

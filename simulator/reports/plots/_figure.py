@@ -16,8 +16,7 @@ from matplotlib import colormaps
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
-from simulator.errors import InputError
-from simulator.reports.export import FILE_MODE, write_bytes
+from simulator.reports.export import FIGURE_FORMATS, FILE_MODE, check_output, write_bytes
 
 DPI = 120
 """Resolution of written PNGs (dots per inch): README-sized images, small files."""
@@ -39,7 +38,7 @@ def palette(n: int) -> list[tuple[float, float, float, float]]:
     return [cmap(i % cmap.N) for i in range(n)]
 
 
-FORMATS = ("png", "svg", "pdf")
+FORMATS = FIGURE_FORMATS
 """Figure formats, chosen by the file's suffix: PNG (raster, DPI dots per inch) or vector SVG/PDF."""
 
 _NO_DATES = {"png": {"Software": None}, "svg": {"Date": None}, "pdf": {"CreationDate": None}}
@@ -51,12 +50,8 @@ def save_png(fig: Figure, path: str | Path, inputs: Iterable[str | Path] = (), d
     for the last two), readable by others (0644); refuse to overwrite an input file."""
     import matplotlib
 
-    path = Path(path)
+    path = check_output(path, inputs, figure=True)
     fmt = path.suffix.lower().lstrip(".") or "png"
-    if fmt not in FORMATS:
-        raise InputError(f"cannot write a {path.suffix} figure; name the file .png, .svg or .pdf", file=str(path))
-    if any(Path(item).resolve() == path.resolve() for item in inputs):
-        raise InputError("refusing to overwrite an input file with a plot", file=str(path))
     buffer = io.BytesIO()
     with matplotlib.rc_context({"svg.hashsalt": "fabricsim"}):
         fig.savefig(buffer, format=fmt, dpi=dpi, metadata=_NO_DATES[fmt])
