@@ -48,23 +48,30 @@ def read_json(text: str, path: str) -> list[Draft]:
         doc = json.loads(text)
     except json.JSONDecodeError as err:
         doc = _salvage(text, err, draft)
-    except RecursionError:
-        raise InputError("JSON nested too deeply to be nccl-tests output", file=path) from None
+    except (RecursionError, ValueError) as err:  # nesting, or an integer of thousands of digits
+        raise InputError(f"JSON that cannot be nccl-tests output ({type(err).__name__}: {str(err)[:80]})",
+                         file=path) from None
     if not isinstance(doc, dict):
         raise InputError("JSON is not an object; nccl-tests -J writes {\"version\": ..., \"results\": [...]}",
-                         file=path, line=1)
+                         file=path)
     version = doc.get("version")
     if version not in KNOWN_VERSIONS:
-        draft.warn(1, f"JSON version {version!r}: this reader knows nccl-tests' versions "
+        draft.warn(text.count("\n", 0, len(text) - len(text.lstrip())) + 1, f"JSON version {version!r}: this reader knows nccl-tests' versions "
                       f"{', '.join(map(str, KNOWN_VERSIONS))}; read as version {KNOWN_VERSIONS[-1]}")
-    _preamble(doc, draft)
+    first = text.count("\n", 0, len(text) - len(text.lstrip())) + 1
+    _preamble(doc, draft, first)
+    average, bounds = doc.get("average_bus_bandwidth"), doc.get("out_of_bounds")
+    if isinstance(average, dict) and _number(average.get("bandwidth")) is not None:
+        draft.avg_busbw = float(average["bandwidth"])
+    if isinstance(bounds, dict) and _count(bounds.get("count"), zero=True):
+        draft.out_of_bounds = f"{bounds['count']} {'OK' if bounds['count'] == 0 else 'FAILED'}"
     results = doc.get("results")
     if not isinstance(results, list):
         raise InputError("JSON has no \"results\" list: not an nccl-tests -J file, or it stopped before the "
-                         "first size", file=path, line=1)
+                         "first size", file=path)
     starts = [text.count("\n", 0, m.start()) + 1 for m in _RESULT_START.finditer(text)]
     if len(starts) != len(results):
-        starts = [1] * len(results)
+        starts = [text.count("\n", 0, len(text) - len(text.lstrip())) + 1] * len(results)
     cputime = False
     for index, (item, line) in enumerate(zip(results, starts)):
         found = _row(item, line)
@@ -87,7 +94,7 @@ def _salvage(text: str, err: json.JSONDecodeError, draft: Draft) -> dict:
         if m:
             try:
                 doc[key] = decoder.raw_decode(text, m.end())[0]
-            except json.JSONDecodeError:
+            except (json.JSONDecodeError, ValueError, RecursionError):
                 pass
     m = re.search(r'(?<!\\)"results"\s*:\s*\[', text)
     if m is None:
@@ -101,7 +108,7 @@ def _salvage(text: str, err: json.JSONDecodeError, draft: Draft) -> dict:
             break
         try:
             item, at = decoder.raw_decode(text, at)
-        except json.JSONDecodeError:
+        except (json.JSONDecodeError, ValueError, RecursionError):
             break
         results.append(item)
     doc["results"] = results
@@ -110,16 +117,16 @@ def _salvage(text: str, err: json.JSONDecodeError, draft: Draft) -> dict:
     return doc
 
 
-def _preamble(doc: dict, draft: Draft) -> None:
+def _preamble(doc: dict, draft: Draft, line: int) -> None:
     args = doc.get("args")
     if isinstance(args, list) and args and isinstance(args[0], str):
-        draft.saw_binary(PurePath(args[0]).name, 1, definitive=True)
+        draft.saw_binary(PurePath(args[0]).name, line, definitive=True)
     env = doc.get("env")
     if isinstance(env, list):
         for item in env:
             m = _NCCL_ENV.fullmatch(item) if isinstance(item, str) else None
             if m and m.group(1) not in ("NCCL_DEBUG", "NCCL_DEBUG_SUBSYS", "NCCL_DEBUG_FILE"):
-                draft.env.append((m.group(1), m.group(2), 1))
+                draft.env.append((m.group(1), m.group(2), line))
     code = doc.get("nccl_version")
     if isinstance(code, int) and code > 0:
         draft.nccl_version = nccl_version_name(code)
@@ -133,7 +140,7 @@ def _preamble(doc: dict, draft: Draft) -> None:
     if isinstance(devices, list) and devices:
         for d in devices:
             if isinstance(d, dict) and _count(d.get("rank"), zero=True) and isinstance(d.get("hostname"), str):
-                draft.rank_lines[d["rank"]] = RankLine(1, d["rank"], d.get("pid") or 0, d["hostname"],
+                draft.rank_lines[d["rank"]] = RankLine(line, d["rank"], d.get("pid") or 0, d["hostname"],
                                                        d.get("device") or 0, str(d.get("device_info", "")))
         if draft.threads and len(draft.rank_lines) == len(devices):
             draft.ranks_listed = len(devices) * draft.threads * draft.gpus_per_thread

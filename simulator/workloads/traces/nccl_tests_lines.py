@@ -41,12 +41,12 @@ told apart from the digits of a data row it is glued to)."""
 
 _SET_BY_ENV = re.compile(r"\b(NCCL_[A-Z0-9_]+) set by environment to (\S+?)\.?$")
 _NCCL_VERSION = re.compile(r"NCCL version (\d+\.\d+\.\d+)")
-_NRANKS = re.compile(r"\bnranks (\d+)\b")
+_NRANKS = re.compile(r"\bnranks (\d{1,9})\b")
 
-PLAIN_INT = re.compile(r"\d+")
-"""How nccl-tests prints sizes and counts (``%12li``): digits only."""
-_SIGNED_INT = re.compile(r"-?\d+")
-DECIMAL = re.compile(r"\d+(?:\.\d*)?(?:[eE][-+]?\d+)?")
+PLAIN_INT = re.compile(r"\d{1,20}")
+"""How nccl-tests prints sizes and counts (``%12li``): digits only (at most 20: a size_t)."""
+_SIGNED_INT = re.compile(r"-?\d{1,9}")
+DECIMAL = re.compile(r"\d{1,40}(?:\.\d{0,40})?(?:[eE][-+]?\d{1,4})?")
 """How nccl-tests prints time, algbw and busbw (``%7.2f`` ... ``%7.1e``, never negative)."""
 NUMBER_LIKE = re.compile(r"[-+]?(?:\d[\d,_]*(?:\.\d*)?|\.\d+|0[xX][0-9a-fA-F]+)(?:[eE][-+]?\d+)?")
 """A first field in any spelling of a number (``-8``, ``1e3``, ``0x100``, ``1,024``): the line was meant

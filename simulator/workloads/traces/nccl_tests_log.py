@@ -45,7 +45,7 @@ rank count: the device list, NCCL's ``Init COMPLETE`` lines, and the rows' own b
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Mapping, Sequence
 
@@ -54,7 +54,8 @@ from simulator.workloads.traces import nccl_tests_lines as lines
 from simulator.workloads.traces.nccl_tests_records import (  # noqa: F401  (the public names, re-exported)
     OPS, PER_RANK_COUNT_OPS, REDOPS, REDUCING_OPS, ROOTED_OPS, TYPE_BYTES, LogWarning, NcclTestsRun, RankLine,
     Row, Timing, nccl_version_name)
-from simulator.workloads.traces.nccl_tests_resolve import Draft, Figures, RowDraft, algbw_ok, parse_env_flags, resolve
+from simulator.workloads.traces.nccl_tests_resolve import (
+    Draft, Figures, NoUsableRows, RowDraft, algbw_ok, parse_env_flags, resolve)
 
 TIME_COLUMNS = ("time", "cputime")
 WRONG_COLUMNS = ("#wrong", "error")
@@ -64,13 +65,13 @@ WRONG_COLUMNS = ("#wrong", "error")
 MAX_LOG_BYTES = 256 << 20
 """Largest log read (a real one is well under 1 MB; a bigger file is not nccl-tests output)."""
 
-_RANK = re.compile(r"^#?\s*Rank\s+(\d+)\s+(?:Group\s+\d+\s+)?Pid\s+(\d+)\s+on\s+(\S+)\s+device\s+(\d+)"
+_RANK = re.compile(r"^#?\s*Rank\s+(\d{1,9})\s+(?:Group\s+\d+\s+)?Pid\s+(\d{1,12})\s+on\s+(\S+)\s+device\s+(\d{1,9})"
                    r"\s+\[([^\]]*)\]\s*(.*)$")
 _RANK_LIKE = re.compile(r"^#?\s*Rank\s")
-_NTHREAD = re.compile(r"^#?\s*nThread\s+(\d+)\s+nGpus\s+(\d+)\b")
+_NTHREAD = re.compile(r"^#?\s*nThread\s+(\d{1,9})\s+nGpus\s+(\d{1,9})\b")
 _BINARY = re.compile(r"\b([a-z_]+)_perf(?:_mpi)?\b")
 _STARTING = re.compile(r"Collective test (starting|concluded):\s*(\S+)")
-_VERSION = re.compile(r"^#\s*nccl-tests version\s+(\S+)(?:.*\bnccl-library=(\d+))?")
+_VERSION = re.compile(r"^#\s*nccl-tests version\s+(\S+)(?:.*\bnccl-library=(\d{1,9}))?")
 _NCCL_ENV = re.compile(r"\b(NCCL_[A-Z0-9_]+)=([^\s;&|]+)")
 _AVG_BUSBW = re.compile(r"^#?\s*Avg bus bandwidth\s*:\s*(\S+)")
 _OUT_OF_BOUNDS = re.compile(r"^#?\s*Out of bounds values\s*:\s*(\S+)")
@@ -126,21 +127,52 @@ def parse_text(text: str, path: str = "<text>", op: str | None = None, *, gpus: 
     flags = parse_env_flags(env)
     if not text.strip():
         raise InputError("the log is empty", file=path)
-    if text.lstrip().startswith("{"):
+    if _is_json(text):
         from simulator.workloads.traces.nccl_tests_json import read_json
 
-        drafts = read_json(text, path)
+        drafts = read_json(_blank_comments(text), path)
     else:
         drafts = _Reader(path).read(text)
     runs: list[NcclTestsRun] = []
+    empty: list[NoUsableRows] = []
     for draft in drafts:
-        runs += resolve(draft, op, gpus, flags, test=len(runs) + 1)
+        try:
+            runs += resolve(draft, op, gpus, flags, test=len(runs) + 1)
+        except NoUsableRows as err:
+            empty.append(err)
+    if not runs:
+        raise empty[0]
+    for err in empty:  # a test with no usable row beside good ones: its warnings go to the run after it
+        line = err.warnings[-1].line or 0
+        i = next((i for i, run in enumerate(runs) if run.header_line > line), len(runs) - 1)
+        runs[i] = replace(runs[i], warnings=tuple(sorted(runs[i].warnings + tuple(err.warnings),
+                                                         key=lambda w: w.line or 0)))
     if strict:
         found = sorted((w for run in runs for w in run.warnings), key=lambda w: w.line or 0)
         if found:
             more = f" (--strict; {len(found) - 1} more such line{'s' if len(found) > 2 else ''})" if len(found) > 1 else " (--strict)"
             raise InputError(found[0].message + more, file=found[0].file, line=found[0].line)
     return tuple(runs)
+
+
+def _is_json(text: str) -> bool:
+    """The first line that is not blank or a ``#`` comment opens a JSON object."""
+    for line in text.split("\n"):
+        stripped = line.strip()
+        if stripped and not stripped.startswith("#"):
+            return stripped.startswith("{")
+    return False
+
+
+def _blank_comments(text: str) -> str:
+    """``#`` comment lines before the JSON object emptied (line numbers kept)."""
+    out = text.split("\n")
+    for i, line in enumerate(out):
+        if line.strip().startswith("#"):
+            out[i] = ""
+        elif line.strip():
+            break
+    return "\n".join(out)
 
 
 @dataclass(frozen=True, slots=True)
@@ -533,6 +565,11 @@ class _Reader:
         if lines.is_data_like(fields) or (cur.partial is not None and lines.DECIMAL.fullmatch(fields[0])):
             if cur.state == "closed":
                 cur = self.next_test(number)
+            elif cur.inferred and cur.columns is not None and cur.partial is None and any(cur.draft.segments):
+                width = len(lines.without_timestamp(fields))
+                other = _inferred_columns(lines.without_timestamp(fields)) if width != cur.columns.width else None
+                if other is not None:
+                    cur = self.next_test(number)  # rows of another layout without a header: another log's
             if cur.columns is None:
                 inferred = _inferred_columns(lines.without_timestamp(fields))
                 if inferred is None:

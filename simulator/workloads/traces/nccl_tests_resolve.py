@@ -153,24 +153,36 @@ def _ranks_interval(op: str, f: Figures) -> tuple[float, float] | None:
 
 
 def _rank_candidates(op: str, drafts: list[RowDraft]) -> tuple[list[int], int] | None:
-    """The rank counts that every row's busbw / algbw fits, with the line of the narrowest row; None
-    when no row bounds them (bus factor 1, tiny rows) or too many fit to tell."""
-    low, high, line, width = 1.0, math.inf, None, math.inf
+    """The rank counts that the rows' busbw / algbw fit, with the line of the narrowest row; None when
+    no row bounds them (bus factor 1, tiny rows) or too many fit to tell. Every row must fit, but for
+    a few whose figures fit no count near the others' (a garbled row, left out by the row checks later):
+    then the count that more than half of the rows fit."""
+    intervals: list[tuple[float, float, int]] = []
     for d in drafts:
         if d.row.bytes == 0:
             continue
         for f in d.figures:
             found = _ranks_interval(op, f)
-            if found is None:
-                continue
-            low, high = max(low, found[0]), min(high, found[1])
-            if found[1] - found[0] < width:
-                width, line = found[1] - found[0], d.row.line
-    if line is None or high - low > 64:
+            if found is not None:
+                intervals.append((found[0], found[1], d.row.line))
+    if not intervals:
         return None
-    if not math.isfinite(low) or low > high + EPS:
-        return [], line
-    return [n for n in range(math.ceil(low - EPS), math.floor(high + EPS) + 1) if n >= 1], line
+    low = max(i[0] for i in intervals)
+    high = min(i[1] for i in intervals)
+    line = min(intervals, key=lambda i: i[1] - i[0])[2]
+    if math.isfinite(low) and low <= high + EPS:
+        if high - low > 64:
+            return None
+        return [n for n in range(math.ceil(low - EPS), math.floor(high + EPS) + 1) if n >= 1], line
+    votes: dict[int, int] = {}
+    for lo, hi, _ in intervals:
+        if math.isfinite(lo) and hi - lo < 4:
+            for n in range(math.ceil(lo - EPS), math.floor(hi + EPS) + 1):
+                votes[n] = votes.get(n, 0) + 1
+    best = sorted(votes.items(), key=lambda kv: -kv[1])
+    if best and best[0][1] * 2 > len(intervals) and (len(best) == 1 or best[1][1] < best[0][1]):
+        return [best[0][0]], line
+    return [], line
 
 
 def ranks_from_rows(op: str, drafts: list[RowDraft]) -> tuple[int, int] | None:
@@ -367,9 +379,28 @@ def _env(draft: Draft, env: list[tuple[str, str]]) -> list[tuple[str, str, int |
     return settings
 
 
+class NoUsableRows(InputError):
+    """A test whose every data row was left out (each with its warning): an error only when it is the
+    log's only test; beside others, its warnings join theirs."""
+
+    def __init__(self, draft: Draft) -> None:
+        rows = [w for w in draft.warnings if w.row]
+        if rows:
+            super().__init__(f"no usable data rows: all {len(rows)} were left out; the first: {rows[0].message}",
+                             file=draft.path, line=rows[0].line)
+        else:
+            super().__init__("no data rows after the column header (a run that stopped early?); expected rows "
+                             "such as '1048576  262144  float  sum  -1  52.1  20.13  35.22  0 ...'",
+                             file=draft.path, line=draft.header_line or None)
+        self.warnings = sorted(draft.warnings, key=lambda w: w.line or 0) + [
+            LogWarning(draft.path, self.line, f"this test is left out: {self.message}")]
+
+
 def resolve(draft: Draft, op: str | None, gpus: int | None, env: list[tuple[str, str]],
             test: int) -> list[NcclTestsRun]:
-    """One run per non-empty segment of ``draft``, numbered from ``test``."""
+    """One run per non-empty segment of ``draft``, numbered from ``test``; :class:`NoUsableRows` if none."""
+    if not any(draft.segments):
+        raise NoUsableRows(draft)
     early = draft.rank_lines and sorted(draft.rank_lines) == list(range(len(draft.rank_lines)))
     early_ranks = draft.ranks_listed or (len(draft.rank_lines) if early else None) or gpus
     found_op, op_from = _op(draft, op, early_ranks)
@@ -378,18 +409,13 @@ def resolve(draft: Draft, op: str | None, gpus: int | None, env: list[tuple[str,
     settings = tuple(_env(draft, env))
     segments = [seg for seg in draft.segments if seg]
     if not segments:
-        rows = [w for w in draft.warnings if w.row]
-        if rows:
-            raise InputError(f"no usable data rows: all {len(rows)} were left out; the first: {rows[0].message}",
-                             file=draft.path, line=rows[0].line)
-        raise InputError("no data rows after the column header (a run that stopped early?); expected rows "
-                         "such as '1048576  262144  float  sum  -1  52.1  20.13  35.22  0 ...'",
-                         file=draft.path, line=draft.header_line or None)
+        raise NoUsableRows(draft)
     runs = []
     for i, seg in enumerate(segments):
         start, end = seg[0].row.line, seg[-1].row.line
         # each warning goes to one run: the segment whose lines hold it (the last one takes the rest)
-        mine = tuple(w for w in draft.warnings
+        ordered = sorted(draft.warnings, key=lambda w: w.line or 0)
+        mine = tuple(w for w in ordered
                      if (i == 0 or (w.line or 0) >= start) and (i == len(segments) - 1 or (w.line or 0) <= end))
         if i > 0:
             mine = tuple(w for w in mine if (w.line or 0) > (segments[i - 1][-1].row.line))

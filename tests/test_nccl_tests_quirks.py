@@ -1,0 +1,318 @@
+"""The nccl-tests reader on logs as they are found (issue 24 item 1; issue 28 item 5): one test per
+shape in ``tests/data/nccl_tests/`` (written by ``make_fixtures.py``, not real runs), each pinning
+the parsed sizes, busbw, op, ranks and settings, and the FILE:LINE of every warning."""
+
+import importlib.util
+import json
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from simulator.cli.app import _register, app
+from simulator.errors import InputError
+from simulator.runner.nccl_tests_validation import row_counts, settings_for
+from simulator.workloads.traces.nccl_tests_log import parse_log, parse_text
+
+DATA = Path(__file__).resolve().parent / "data" / "nccl_tests"
+ROOT = Path(__file__).resolve().parent.parent
+HGX = str(ROOT / "topologies" / "hgx_h100.yaml")
+_register()
+runner = CliRunner()
+
+_spec = importlib.util.spec_from_file_location("make_fixtures", DATA / "make_fixtures.py")
+fixtures = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(fixtures)
+
+
+def _one(name: str, **kw):
+    (run,) = parse_log(DATA / name, **kw)
+    return run
+
+
+def _where(run) -> list[tuple[int, str]]:
+    return [(w.line, w.message) for w in run.warnings]
+
+
+def test_every_fixture_says_it_is_not_a_real_run_and_is_what_the_generator_writes():
+    for name, make in fixtures.FIXTURES.items():
+        text = (DATA / name).read_text()
+        assert text.startswith("# written for fabricsim's tests (tests/data/nccl_tests/make_fixtures.py), "
+                               "not a real run: "), name
+        assert text == make(), f"{name} differs from make_fixtures.py's output; run it again"
+
+
+def test_zero_byte_rows_are_kept_but_carry_no_size_to_simulate():
+    run = _one("zero_bytes_all_gather.log")
+    assert (run.op, run.ranks, run.warnings) == ("all_gather", 8, ())
+    assert [(r.line, r.bytes, r.count) for r in run.rows[:5]] == [
+        (20, 0, 0), (21, 0, 0), (22, 0, 0), (23, 0, 0), (24, 128, 4)]
+    assert [(r.out_of_place.time_us, r.out_of_place.busbw_GBps) for r in run.rows[:4]] == [(0.21, 0.0)] * 4
+    assert [r.bytes for r in run.sized_rows] == [128 << i for i in range(14)]
+    assert run.rows[-1].out_of_place.busbw_GBps == 53.77 and run.rows[-1].in_place.busbw_GBps == 54.73
+    assert row_counts(run).as_dict() == {"used": 14, "skipped": 4, "zero_bytes": 4, "unusable": 0}
+
+
+def test_zero_byte_rows_are_not_fed_to_validation(tmp_path):
+    result = runner.invoke(app, ["validate", "--nccl-tests", str(DATA / "zero_bytes_all_gather.log"),
+                                 "--topology", HGX, "--engine", "flow", "--json", "--threshold", "1000"])
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.stdout)
+    (entry,) = data["logs"]
+    assert [r["bytes"] for r in entry["rows"]] == [128 << i for i in range(14)]
+    assert entry["row_counts"] == data["row_counts"] == {"used": 14, "skipped": 4, "zero_bytes": 4, "unusable": 0}
+    text = runner.invoke(app, ["validate", "--nccl-tests", str(DATA / "zero_bytes_all_gather.log"),
+                               "--topology", HGX, "--engine", "flow", "--threshold", "1000"])
+    assert text.exit_code == 0 and "rows: 14 used, 4 skipped (4 of 0 B)" in text.stdout
+
+
+def test_nccl_info_lines_between_glued_to_and_cutting_rows():
+    run = _one("info_interleaved.log")
+    assert run.warnings == ()
+    assert [(r.line, r.bytes) for r in run.rows] == [
+        (33, 1 << 20), (35, 2 << 20), (36, 4 << 20), (37, 8 << 20), (38, 16 << 20), (39, 32 << 20), (41, 64 << 20)]
+    glued, cut = run.rows[3], run.rows[5]  # INFO glued after line 37; line 39 cut by INFO, its rest on line 40
+    assert (glued.out_of_place.busbw_GBps, glued.in_place.busbw_GBps, glued.in_place.wrong) == (199.38, 200.2, "0")
+    assert (cut.out_of_place.time_us, cut.out_of_place.busbw_GBps, cut.in_place.busbw_GBps) == (197.29, 297.64, 298.09)
+    assert (run.op, run.ranks, run.nccl_version) == ("all_reduce", 8, "2.21.5")
+    assert run.setting("NCCL_ALGO") == ("Ring", 19) and run.setting("NCCL_PROTO") == ("Simple", 20)
+    assert run.setting("NCCL_NVLS_ENABLE") == ("0", 21) and run.setting("NCCL_DEBUG") is None
+    settings = settings_for(run)
+    assert (settings.algo, settings.protocol) == ("ring", "Simple")
+    assert "NCCL_NVLS_ENABLE=0 (line 21): not applied; fabricsim's tuner does not read it" in " ".join(settings.notes)
+
+
+def test_nccl_init_lines_give_the_rank_count_without_a_device_list():
+    text = "\n".join(line for line in (DATA / "info_interleaved.log").read_text().split("\n") if "Rank " not in line)
+    (run,) = parse_text(text, "info.log", op=None)
+    # the rows' bus factor says 8 too, and so do the Init COMPLETE lines (22-29)
+    assert (run.ranks, run.rank_lines) == (8, ())
+    text = text.replace("Init COMPLETE", "Init COMPLETE").replace("nranks 8", "nranks 9", 1)
+    (run,) = parse_text(text, "info.log")
+    assert [(w.line, w.message[:39]) for w in run.warnings] == [(14, "NCCL's Init lines name communicators of")]
+
+
+def test_device_list_cut_to_its_last_lines():
+    run = _one("rank_list_cut.log")
+    assert [r.rank for r in run.rank_lines] == [12, 13, 14, 15] and run.hosts == ("node-01",)
+    assert (run.ranks, run.warnings) == (16, ())
+    assert run.ranks_from == "busbw / algbw of the rows (16 ranks, line 21)"
+    assert [(r.bytes, r.out_of_place.busbw_GBps) for r in run.rows[:2]] == [(1 << 20, 33.85), (2 << 20, 54.23)]
+    assert _one("rank_list_cut.log", gpus=16).ranks == 16
+    with pytest.raises(InputError) as err:
+        parse_log(DATA / "rank_list_cut.log", gpus=8)
+    assert (err.value.line, err.value.message) == (8, "--gpus 8 contradicts the log, which ran on 16 ranks (busbw / "
+                                                      "algbw of the rows (16 ranks, line 21)); drop --gpus or pass --gpus 16")
+
+
+def test_cut_device_list_of_an_op_without_bus_factor_is_a_lower_bound():
+    run = fixtures.Run("sendrecv", 16, 1 << 20, 4 << 20, 10.0, 40.0)
+    text = run.log(gpus_per_process=1, ranks=range(12, 16))
+    (found,) = parse_text(text, "sr.log")
+    assert found.ranks == 16 and found.ranks_from.startswith("at least 16: '#  Rank' lines up to rank 15 (lines 6-9)")
+    assert parse_text(text, "sr.log", gpus=32)[0].ranks == 32
+    with pytest.raises(InputError, match=r"--gpus 12 contradicts the log: its '#  Rank' lines up to rank 15"):
+        parse_text(text, "sr.log", gpus=12)
+
+
+def test_rows_kept_by_grep_without_a_header():
+    first, second = parse_log(DATA / "grep_rows.log")
+    assert (first.op, first.op_from, first.ranks, second.ranks) == ("all_reduce", "columns", 8, 16)
+    assert first.columns_from == ("no header; inferred from line 2: size count type redop root | "
+                                  "time algbw busbw #wrong | time algbw busbw #wrong")
+    assert [r.line for r in first.rows] == [2, 3, 4, 5, 6] and [r.line for r in second.rows] == [7, 8, 9, 10, 11]
+    assert [(r.bytes, r.out_of_place.busbw_GBps) for r in (first.rows[0], second.rows[0])] == [
+        (1 << 20, 54.87), (1 << 20, 33.85)]
+    assert (first.warnings, second.warnings, first.test, second.test) == ((), (), 1, 2)
+
+
+def test_old_layout_rows_without_root_or_redop():
+    run = _one("grep_rows_old.log")
+    assert (run.op, run.ranks, len(run.rows), run.warnings) == ("all_reduce", 8, 4, ())
+    row = run.rows[0]
+    assert (row.redop, row.root, row.out_of_place.wrong, row.bytes) == ("sum", None, "0e+00", 1 << 20)
+    with pytest.raises(InputError) as err:
+        parse_log(DATA / "grep_rows_old_all_gather.log")
+    assert err.value.line == 2 and "all_gather or alltoall" in err.value.message and "--op" in err.value.message
+    run = _one("grep_rows_old_all_gather.log", op="all_gather")
+    assert (run.op, run.ranks, run.ranks_from) == ("all_gather", 8, "size / count of the rows (8 ranks, line 2)")
+    assert [(r.bytes, r.count, r.out_of_place.busbw_GBps) for r in run.rows[:2]] == [
+        (1 << 20, 32768, 34.10), (2 << 20, 65536, 56.61)]
+
+
+def test_rows_of_two_layouts_without_header_are_two_tests():
+    old = (DATA / "grep_rows_old.log").read_text()
+    new = "".join(line + "\n" for line in (DATA / "grep_rows.log").read_text().split("\n")[1:3])
+    first, second = parse_text(old + new, "mixed.log")
+    assert [r.line for r in first.rows] == [2, 3, 4, 5] and [r.line for r in second.rows] == [6, 7]
+    assert (first.rows[0].root, second.rows[0].root) == (None, -1)
+
+
+def test_several_tests_in_one_file_and_run_selection():
+    first, second = parse_log(DATA / "several_runs.log")
+    assert [(r.op, r.ranks, r.test, len(r.rows)) for r in (first, second)] == [
+        ("all_reduce", 8, 1, 4), ("all_gather", 8, 2, 4)]
+    assert (first.setting("NCCL_PROTO"), second.setting("NCCL_PROTO")) == (None, ("LL128", 28))
+    assert (first.header_line, second.header_line) == (18, 44)
+    result = runner.invoke(app, ["validate", "--nccl-tests", str(DATA / "several_runs.log"), "--topology", HGX,
+                                 "--engine", "flow", "--json", "--threshold", "1000", "--run", "2"])
+    assert result.exit_code == 0, result.output
+    (entry,) = json.loads(result.stdout)["logs"]
+    assert (entry["op"], entry["test"], entry["rows"][0]["line"]) == ("all_gather", 2, 46)
+    bad = runner.invoke(app, ["validate", "--nccl-tests", str(DATA / "several_runs.log"), "--topology", HGX,
+                              "--run", "3"])
+    assert bad.exit_code == 2 and bad.stderr.strip() == (
+        f"fabricsim: {DATA / 'several_runs.log'}: --run 3: the log holds 2 tests")
+
+
+def test_sweeps_of_one_table_are_separate_runs():
+    """-o all / -d all print one table whose type or reduction changes: one run each, one op."""
+    a = fixtures.Run("all_reduce", 8, 1 << 20, 2 << 20, 25.0, 360.0)
+    b = fixtures.Run("all_reduce", 8, 1 << 20, 2 << 20, 27.0, 350.0, redop="prod")
+    rows = "".join(r.row_text(i) + "\n" for r in (a, b) for i in range(len(r.rows)))
+    text = a.preamble() + a.header() + rows
+    first, second = parse_text(text, "o_all.log")
+    assert [(r.op, r.rows[0].redop, [x.line for x in r.rows]) for r in (first, second)] == [
+        ("all_reduce", "sum", [18, 19]), ("all_reduce", "prod", [20, 21])]
+    # no footer: the log was cut after its last row
+    assert [(w.line, w.message[:30]) for w in second.warnings] == [(21, "the table ends here without nc")]
+
+
+@pytest.mark.parametrize("name,op,ranks,algo,rows", [
+    ("ompi_prefixes.log", "all_reduce", 4, ("Tree", 2), [(17, 1 << 20, 33.21), (18, 2 << 20, 51.39)]),
+    ("slurm_prefixes.log", "reduce_scatter", 8, None, [(21, 0, 0.0), (22, 0, 0.0)]),
+    ("host_timestamps.log", "broadcast", 8, None, [(19, 1 << 20, 37.16), (20, 2 << 20, 57.68)]),
+])
+def test_launcher_prefixes_are_taken_off(name, op, ranks, algo, rows):
+    run = _one(name)
+    assert (run.op, run.ranks, run.setting("NCCL_ALGO"), run.warnings) == (op, ranks, algo, ())
+    assert [(r.line, r.bytes, r.out_of_place.busbw_GBps) for r in run.rows[:2]] == rows
+    assert run.avg_busbw_GBps is not None and run.out_of_bounds == "0 OK"
+
+
+def test_json_output_of_newer_nccl_tests():
+    run = _one("all_reduce.json")
+    assert (run.op, run.op_from, run.ranks, run.nccl_version) == ("all_reduce", "binary name (line 2)", 8, "2.27.3")
+    assert run.setting("NCCL_ALGO") == ("Ring", 2) and run.setting("NCCL_MNNVL_ENABLE") == ("0", 2)
+    assert [r.bytes for r in run.rows] == [1 << 20 << i for i in range(5)]
+    assert (run.rows[0].out_of_place.time_us, run.rows[0].out_of_place.busbw_GBps) == (33.441261, 54.872572)
+    assert (run.rows[0].root, run.rows[0].in_place.busbw_GBps, run.warnings) == (-1, 55.369287, ())
+    assert run.hosts == ("node-a",) and run.gpu_names == ("NVIDIA H100 80GB HBM3",)
+    assert settings_for(run).algo == "ring"
+
+
+def test_json_with_a_bad_result_and_cut_short():
+    text = (DATA / "all_reduce.json").read_text()
+    doc = json.loads(text.split("\n")[1])
+    doc["results"][2]["out_of_place"]["bus_bw"] = -1.0
+    (run,) = parse_text("\n" + json.dumps(doc, indent=1), "pretty.json")
+    assert [r.bytes for r in run.rows] == [1 << 20, 2 << 20, 8 << 20, 16 << 20]
+    (warning,) = run.warnings
+    line = json.dumps(doc, indent=1).split("\n").index("  {") + 2 + 2 * 0
+    assert warning.row and warning.message.startswith("results[2] left out: out_of_place: time, alg_bw and bus_bw")
+    assert warning.line > line  # the third result's own line in the pretty-printed file
+    cut = text[: text.index('{"size":8388608')]
+    (run,) = parse_text(cut, "cut.json")
+    assert [r.bytes for r in run.rows] == [1 << 20, 2 << 20, 4 << 20]
+    assert [(w.line, w.message[:31]) for w in run.warnings] == [(2, "the JSON is cut short (Expectin")]
+
+
+GARBLED = [  # issue 28 item 5: each of these was dropped silently or taken as it stood
+    (21, "row left out: size '-128' is not a whole number of bytes"),
+    (22, "row left out: size '2.56e2' is not a whole number of bytes"),
+    (23, "row left out: size '0x200' is not a whole number of bytes"),
+    (24, "row left out: size '1,024' is not a whole number of bytes"),
+    (25, "row left out: out-of-place busbw '-12.34' is not a non-negative number"),
+    (26, "row left out: out-of-place busbw 99999 GB/s is not algbw 0.2 x 1.75 (nccl-tests' bus factor of "
+         "all_reduce on 8 ranks)"),
+    (27, "row left out: out-of-place algbw 0.41 GB/s is not size / time = 8192 B / 0.001 us = 8192 GB/s"),
+]
+
+
+def test_garbled_fields_are_warnings_at_their_lines():
+    """A form feed (line 2) and a U+2028 (line 3) inside comments move no later line number."""
+    text = (DATA / "garbled.log").read_text()
+    assert "\f" in text.split("\n")[1] and "\u2028" in text.split("\n")[2]
+    run = _one("garbled.log")
+    assert [(line, message[: len(m)]) for (line, message), (_, m) in zip(_where(run), GARBLED)] == GARBLED
+    assert len(run.warnings) == len(GARBLED) and all(w.row for w in run.warnings)
+    assert [(r.line, r.bytes) for r in run.rows] == [(28 + i, 16384 << i) for i in range(7)]
+    assert row_counts(run).as_dict() == {"used": 7, "skipped": 7, "zero_bytes": 0, "unusable": 7}
+
+
+def test_garbled_log_in_validate_warns_and_counts_or_fails_with_strict():
+    log = str(DATA / "garbled.log")
+    args = ["validate", "--nccl-tests", log, "--topology", HGX, "--engine", "flow", "--threshold", "1000"]
+    result = runner.invoke(app, args)
+    assert result.exit_code == 0, result.output
+    warned = [line for line in result.stderr.splitlines() if line.startswith("warning: ")]
+    assert [w.split(": ", 2)[1] for w in warned] == [f"{log}:{line}" for line, _ in GARBLED]
+    assert "rows: 7 used, 7 skipped (7 unusable: warnings above)" in result.stdout
+    strict = runner.invoke(app, args + ["--strict"])
+    assert strict.exit_code == 2 and "Traceback" not in strict.stderr
+    assert strict.stderr.splitlines()[-1] == (f"fabricsim: {log}:21: row left out: size '-128' is not a whole number "
+                                              "of bytes (nccl-tests prints plain digits) (--strict; 6 more such lines)")
+
+
+def test_issue_28_sed_repro_is_no_longer_silent(tmp_path):
+    """sed '16s/^ *128 /  -128 /' took a row out of the comparison without a word."""
+    text = fixtures.Run("all_reduce", 8, 8, 1 << 20, 20.0, 300.0).log()
+    lines = text.split("\n")
+    number = next(i for i, line in enumerate(lines, 1) if line.lstrip().startswith("128 "))
+    lines[number - 1] = lines[number - 1].replace("         128 ", "        -128 ", 1)
+    (run,) = parse_text("\n".join(lines), "bad.log")
+    assert [(w.line, w.row) for w in run.warnings] == [(number, True)]
+    assert len(run.rows) == 17 and 128 not in [r.bytes for r in run.rows]
+
+
+def test_env_and_op_flags_fill_in_and_must_agree():
+    run = _one("zero_bytes_all_gather.log", env=["NCCL_PROTO=LL", "NCCL_MNNVL_ENABLE=1"])
+    assert run.setting("NCCL_PROTO") == ("LL", None) and run.setting("NCCL_MNNVL_ENABLE") == ("1", None)
+    notes = settings_for(run).notes
+    assert notes[0] == "NCCL_PROTO=LL (--env): --protocol LL"
+    assert notes[1].startswith("NCCL_MNNVL_ENABLE=1 (--env): not applied")
+    assert _one("info_interleaved.log", env=["NCCL_ALGO=Ring"]).setting("NCCL_ALGO") == ("Ring", 19)
+    log = str(DATA / "info_interleaved.log")
+    for flags, message in (
+            (["--env", "NCCL_ALGO=Tree"], f"{log}:19: --env NCCL_ALGO=Tree contradicts the log, which sets "
+                                          "NCCL_ALGO=Ring; drop it or pass --env NCCL_ALGO=Ring"),
+            (["--op", "all_gather"], f"{log}:4: --op all_gather contradicts the log, which ran all_reduce_perf; "
+                                     "drop --op or pass --op all_reduce"),
+            (["--gpus", "4"], f"{log}:8: --gpus 4 contradicts the log, which ran on 8 ranks (8 '#  Rank' lines "
+                              "(lines 8-15)); drop --gpus or pass --gpus 8"),
+            (["--env", "NCCL_ALGO"], "--env: 'NCCL_ALGO' is not K=V (e.g. --env NCCL_ALGO=Ring)")):
+        result = runner.invoke(app, ["validate", "--nccl-tests", log, "--topology", HGX] + flags)
+        assert result.exit_code == 2 and result.stderr.strip() == f"fabricsim: {message}", result.output
+    assert runner.invoke(app, ["validate", "--env", "NCCL_ALGO=Ring"]).exit_code == 2
+
+
+@pytest.mark.parametrize("encode", [
+    lambda t: t.replace("\n", "\r\n").encode(), lambda t: t.encode("utf-16"), lambda t: t.encode("utf-16-le"),
+    lambda t: b"\xef\xbb\xbf" + t.encode()])
+def test_crlf_utf16_and_bom_read_the_same(tmp_path, encode):
+    path = tmp_path / "log.txt"
+    path.write_bytes(encode((DATA / "several_runs.log").read_text()))
+    found = parse_log(path)
+    expected = parse_log(DATA / "several_runs.log")
+    assert [[(r.line, r.bytes, r.out_of_place.busbw_GBps) for r in run.rows] for run in found] == [
+        [(r.line, r.bytes, r.out_of_place.busbw_GBps) for r in run.rows] for run in expected]
+    assert all(run.warnings == () for run in found)
+
+
+def test_empty_file_and_directory_are_one_line_errors(tmp_path):
+    empty = tmp_path / "empty.log"
+    empty.write_text("")
+    for path, words in ((empty, "the log is empty"), (tmp_path, "is a directory")):
+        result = runner.invoke(app, ["validate", "--nccl-tests", str(path), "--topology", HGX])
+        assert result.exit_code == 2 and result.stderr.strip() == f"fabricsim: {path}: {words}" + (
+            ", not an nccl-tests log; name the log file" if words == "is a directory" else "")
+
+
+def test_a_test_without_usable_rows_beside_a_good_one_is_left_out_with_warnings():
+    text = (DATA / "several_runs.log").read_text().split("\n")
+    for i in range(45, 49):  # every row of the second test (all_gather) garbled
+        text[i] = text[i].replace(" 8 ", " 9 ", 1).replace("float", "flaot")
+    (run,) = parse_text("\n".join(text), "two.log")
+    assert run.op == "all_reduce" and [r.line for r in run.rows] == [20, 21, 22, 23]
+    assert [(w.line, w.row) for w in run.warnings] == [(46, True), (46, False), (47, True), (48, True), (49, True)]
+    assert run.warnings[1].message.startswith("this test is left out: no usable data rows: all 4 were left out")
