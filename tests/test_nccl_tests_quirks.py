@@ -316,3 +316,39 @@ def test_a_test_without_usable_rows_beside_a_good_one_is_left_out_with_warnings(
     assert run.op == "all_reduce" and [r.line for r in run.rows] == [20, 21, 22, 23]
     assert [(w.line, w.row) for w in run.warnings] == [(46, True), (46, False), (47, True), (48, True), (49, True)]
     assert run.warnings[1].message.startswith("this test is left out: no usable data rows: all 4 were left out")
+
+
+def test_a_deleted_row_shows_in_the_average_and_a_cut_table_in_its_footer():
+    lines = (DATA / "several_runs.log").read_text().split("\n")
+    deleted = lines[:20] + lines[21:]  # line 21 (2 MiB of the all_reduce test) gone
+    first, _ = parse_text("\n".join(deleted), "deleted.log")
+    assert [r.bytes for r in first.rows] == [1 << 20, 4 << 20, 8 << 20]
+    assert [(w.line, w.message[:45]) for w in first.warnings] == [
+        (24, "Avg bus bandwidth 122.063 GB/s, but the 6 bus")]
+    (cut,) = parse_text("\n".join(lines[:22]), "cut.log")
+    assert [(w.line, w.message[:40]) for w in cut.warnings] == [(22, "the table ends here without nccl-tests' ")]
+
+
+def test_a_garbled_device_line_and_wrong_results_are_warnings():
+    lines = (DATA / "several_runs.log").read_text().split("\n")
+    lines[9] = lines[9].replace("Rank  2", "Rank  Z")      # line 10: rank 2's device line
+    lines[19] = lines[19][:-1] + "3"                       # line 20: in-place #wrong 3
+    first, _ = parse_text("\n".join(lines), "dev.log")
+    assert [(w.line, w.row, w.message[:32]) for w in first.warnings] == [
+        (8, False, "the device list skips rank(s) 2:"), (10, False, "device line not understood (expe"),
+        (20, False, "in-place #wrong is 3: nccl-tests")]
+    assert first.ranks == 8 and len(first.rows) == 4  # the rows' bus factor still says 8; the row is kept
+
+
+@pytest.mark.parametrize("algbw,busbw,ok", [
+    ("31.36", "54.87", True),    # as printed: 1048576 B / 33.44 us = 31.357 GB/s, x 1.75 = 54.87
+    ("31.35", "54.87", True),    # still within half a digit of time and algbw
+    ("31.37", "54.87", False),   # algbw one digit too high for size / time
+    ("31.36", "54.90", False),   # busbw not algbw x 1.75
+    ("31.36", "54.88", True),    # algbw in [31.355, 31.3616] (both bounds) x 1.75, +- 0.005
+    ("31.36", "54.86", False)])
+def test_consistency_allows_the_printed_digits_and_nothing_more(algbw, busbw, ok):
+    text = (DATA / "info_interleaved.log").read_text().replace("33.44   31.36   54.87", f"33.44   {algbw}   {busbw}")
+    (run,) = parse_text(text, "digits.log")
+    assert (33 in [r.line for r in run.rows]) == ok
+    assert [w.line for w in run.warnings] == ([] if ok else [33])
