@@ -352,3 +352,12 @@ def test_consistency_allows_the_printed_digits_and_nothing_more(algbw, busbw, ok
     (run,) = parse_text(text, "digits.log")
     assert (33 in [r.line for r in run.rows]) == ok
     assert [w.line for w in run.warnings] == ([] if ok else [33])
+
+
+def test_a_row_whose_root_or_redop_is_garbled_is_left_out_not_a_sweep_of_its_own():
+    lines = (DATA / "several_runs.log").read_text().split("\n")
+    lines[20] = lines[20].replace("   sum      -1", "   sum       0")  # line 21: root 0 in an all_reduce
+    first, second = parse_text("\n".join(lines), "root.log")
+    assert [r.line for r in first.rows] == [20, 22, 23] and second.op == "all_gather"
+    assert [(w.line, w.row, w.message[:53]) for w in first.warnings] == [
+        (21, True, "row left out: its type, redop, root (float, sum, 0) d")]  # its busbw still averages right

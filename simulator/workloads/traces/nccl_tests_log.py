@@ -382,7 +382,9 @@ class _Test:
         key = (row.type, row.redop, row.root)
         seg = segments[-1] if segments else None
         if seg and (seg[-1].row.type, seg[-1].row.redop, seg[-1].row.root) != key:
-            seg = None
+            # a sweep of this key that this row continues (the row between was garbled), else a new one
+            seg = next((s for s in segments if s and (s[-1].row.type, s[-1].row.redop, s[-1].row.root) == key
+                        and s[-1].row.bytes < row.bytes), None)
         elif seg:
             sized = [d for d in seg if d.row.bytes > 0]
             if row.bytes == 0 and sized:
@@ -405,8 +407,9 @@ class _Test:
         if seg is None:
             if self.inferred and segments:
                 return True
-            segments.append([])
-        segments[-1].append(found)
+            seg = []
+            segments.append(seg)
+        seg.append(found)
         return False
 
     def flush_partial(self) -> None:
@@ -420,10 +423,25 @@ class _Test:
     def close(self, number: int) -> None:
         """End of this test's table (its footer or a new test's start)."""
         self.flush_partial()
+        self._drop_strays()
         if self.columns is not None and not self.inferred and not self.footer and self.last_row_line:
             self.warn(self.last_row_line, "the table ends here without nccl-tests' footer ('# Out of bounds "
                                           "values', '# Avg bus bandwidth'): is the log cut short?")
         self._check_average()
+
+    def _drop_strays(self) -> None:
+        """A lone row whose type, redop or root differs from the rows of one sweep around it is a
+        garbled row, not a sweep of its own: left out."""
+        segments = self.draft.segments
+        for seg in list(segments):
+            if len(seg) != 1:
+                continue
+            line = seg[0].row.line
+            if any(other is not seg and other and other[0].row.line < line < other[-1].row.line for other in segments):
+                row = seg[0].row
+                self.warn(line, f"row left out: its type, redop, root ({row.type}, {row.redop}, {row.root}) differ "
+                                "from those of the rows around it: a garbled field?", row=True)
+                segments.remove(seg)
 
     def _check_average(self) -> None:
         """``Avg bus bandwidth`` is the mean of every busbw printed (``writeResultFooter``)."""

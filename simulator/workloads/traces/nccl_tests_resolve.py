@@ -411,14 +411,13 @@ def resolve(draft: Draft, op: str | None, gpus: int | None, env: list[tuple[str,
     if not segments:
         raise NoUsableRows(draft)
     runs = []
+    starts = [seg[0].row.line for seg in segments]
+    ordered = sorted(draft.warnings, key=lambda w: w.line or 0)
     for i, seg in enumerate(segments):
-        start, end = seg[0].row.line, seg[-1].row.line
-        # each warning goes to one run: the segment whose lines hold it (the last one takes the rest)
-        ordered = sorted(draft.warnings, key=lambda w: w.line or 0)
-        mine = tuple(w for w in ordered
-                     if (i == 0 or (w.line or 0) >= start) and (i == len(segments) - 1 or (w.line or 0) <= end))
-        if i > 0:
-            mine = tuple(w for w in mine if (w.line or 0) > (segments[i - 1][-1].row.line))
+        # each warning goes to one run: the one whose lines it falls among (the first takes those before)
+        low = starts[i] if i else -math.inf
+        high = starts[i + 1] if i + 1 < len(segments) else math.inf
+        mine = tuple(w for w in ordered if low <= (w.line or 0) < high)
         runs.append(NcclTestsRun(
             path=draft.path, op=found_op, op_from=op_from, ranks=ranks,
             rank_lines=tuple(draft.rank_lines[r] for r in sorted(draft.rank_lines)),
