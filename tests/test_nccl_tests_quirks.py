@@ -101,8 +101,9 @@ def test_device_list_cut_to_its_last_lines():
     assert _one("rank_list_cut.log", gpus=16).ranks == 16
     with pytest.raises(InputError) as err:
         parse_log(DATA / "rank_list_cut.log", gpus=8)
-    assert (err.value.line, err.value.message) == (8, "--gpus 8 contradicts the log, which ran on 16 ranks (busbw / "
-                                                      "algbw of the rows (16 ranks, line 21)); drop --gpus or pass --gpus 16")
+    assert (err.value.line, err.value.message) == (
+        8, "--gpus 8 contradicts the log, which ran on 16 ranks (busbw / algbw of the rows (16 ranks, line 21)); "
+           "drop --gpus or pass --gpus 16")
 
 
 def test_cut_device_list_of_an_op_without_bus_factor_is_a_lower_bound():
@@ -361,3 +362,13 @@ def test_a_row_whose_root_or_redop_is_garbled_is_left_out_not_a_sweep_of_its_own
     assert [r.line for r in first.rows] == [20, 22, 23] and second.op == "all_gather"
     assert [(w.line, w.row, w.message[:53]) for w in first.warnings] == [
         (21, True, "row left out: its type, redop, root (float, sum, 0) d")]  # its busbw still averages right
+
+
+def test_a_cut_table_followed_by_the_next_command_line():
+    lines = (DATA / "several_runs.log").read_text().split("\n")
+    lines = [line for line in lines[:22] + lines[27:] if "Collective test" not in line]  # old version, cut table
+    first, second = parse_text("\n".join(lines), "cut.log")
+    assert (first.op, [r.line for r in first.rows], second.op, second.op_from) == (
+        "all_reduce", [19, 20, 21], "all_gather", "binary name (line 22)")
+    assert [(w.line, w.message[:24]) for w in first.warnings] == [(21, "the table ends here with")]
+    assert second.setting("NCCL_PROTO") == ("LL128", 22)

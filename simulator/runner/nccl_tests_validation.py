@@ -145,9 +145,10 @@ def compare_run(fabric: Fabric, run: NcclTestsRun, *, gpus: int | None = None, a
                 on_row: Callable[[dict], None] | None = None) -> list[dict]:
     """One row per size of ``run`` above 0 B: measured and predicted time (us) and busbw (GB/s), errors
     (%), and the algorithm, protocol and engine of the prediction. ``gpus`` says the rank count where
-    the log does not (it must agree where it does); ``algo``/``protocol`` left at auto take NCCL_ALGO/NCCL_PROTO from the log
-    (:func:`settings_for`); ``in_place`` compares the in-place columns, not the out-of-place ones. With
-    ``threshold_pct``, ``passed`` says whether |busbw error| (else |time error|) is within it."""
+    the log does not (it must agree where it does); ``algo``/``protocol`` left at auto take
+    NCCL_ALGO/NCCL_PROTO from the log (:func:`settings_for`); ``in_place`` compares the in-place
+    columns, not the out-of-place ones. With ``threshold_pct``, ``passed`` says whether |busbw error|
+    (else |time error|) is within it."""
     if run.op not in SIMULATED_OPS:
         raise InputError(f"fabricsim does not simulate {run.op} (found from the {run.op_from}); it simulates "
                          f"{', '.join(SIMULATED_OPS)}", file=run.path, line=run.header_line)

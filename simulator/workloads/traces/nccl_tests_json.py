@@ -54,11 +54,12 @@ def read_json(text: str, path: str) -> list[Draft]:
     if not isinstance(doc, dict):
         raise InputError("JSON is not an object; nccl-tests -J writes {\"version\": ..., \"results\": [...]}",
                          file=path)
+    first = text.count("\n", 0, len(text) - len(text.lstrip())) + 1
+    """The line the JSON object starts on (comment lines may come before it)."""
     version = doc.get("version")
     if version not in KNOWN_VERSIONS:
-        draft.warn(text.count("\n", 0, len(text) - len(text.lstrip())) + 1, f"JSON version {version!r}: this reader knows nccl-tests' versions "
-                      f"{', '.join(map(str, KNOWN_VERSIONS))}; read as version {KNOWN_VERSIONS[-1]}")
-    first = text.count("\n", 0, len(text) - len(text.lstrip())) + 1
+        draft.warn(first, f"JSON version {version!r}: this reader knows nccl-tests' versions "
+                          f"{', '.join(map(str, KNOWN_VERSIONS))}; read as version {KNOWN_VERSIONS[-1]}")
     _preamble(doc, draft, first)
     average, bounds = doc.get("average_bus_bandwidth"), doc.get("out_of_bounds")
     if isinstance(average, dict) and _number(average.get("bandwidth")) is not None:
@@ -71,7 +72,7 @@ def read_json(text: str, path: str) -> list[Draft]:
                          "first size", file=path)
     starts = [text.count("\n", 0, m.start()) + 1 for m in _RESULT_START.finditer(text)]
     if len(starts) != len(results):
-        starts = [text.count("\n", 0, len(text) - len(text.lstrip())) + 1] * len(results)
+        starts = [first] * len(results)
     cputime = False
     for index, (item, line) in enumerate(zip(results, starts)):
         found = _row(item, line)
@@ -200,7 +201,8 @@ def _row(item: object, line: int) -> RowDraft | str:
         if not algbw_ok(size, f):
             return f"{key} alg_bw {a} GB/s is not size / time = {size / t / 1e3:.6g} GB/s"
         wrong = place.get("nwrong")
-        timings.append(Timing(t, a, b, "N/A" if wrong is None else f"{wrong:g}" if _number(wrong) is not None else str(wrong)))
+        shown = "N/A" if wrong is None else f"{wrong:g}" if _number(wrong) is not None else str(wrong)
+        timings.append(Timing(t, a, b, shown))
         figures.append(f)
     row = Row(line=line, bytes=size, count=count, type=dtype, redop=redop, root=root,
               out_of_place=timings[0], in_place=timings[1] if len(timings) > 1 else None)

@@ -150,7 +150,8 @@ def parse_text(text: str, path: str = "<text>", op: str | None = None, *, gpus: 
     if strict:
         found = sorted((w for run in runs for w in run.warnings), key=lambda w: w.line or 0)
         if found:
-            more = f" (--strict; {len(found) - 1} more such line{'s' if len(found) > 2 else ''})" if len(found) > 1 else " (--strict)"
+            others = len(found) - 1
+            more = f" (--strict; {others} more such line{'s' if others > 1 else ''})" if others else " (--strict)"
             raise InputError(found[0].message + more, file=found[0].file, line=found[0].line)
     return tuple(runs)
 
@@ -236,7 +237,8 @@ def _inferred_columns(fields: list[str]) -> tuple[_Columns, str] | None:
     per = 8 if rest == 16 else 4
     places = tuple((s, s + 1, s + 2, s + 3) for s in range(i, len(fields), per))
     names = ["size", "count", "type"] + (["redop"] if redop else []) + (["root"] if root else [])
-    layout = " ".join(names) + " | " + " | ".join(["time algbw busbw #wrong" + (" i_min i_max i_p99 i_cv%" if per == 8 else "")] * len(places))
+    placement = "time algbw busbw #wrong" + (" i_min i_max i_p99 i_cv%" if per == 8 else "")
+    layout = " ".join(names) + " | " + " | ".join([placement] * len(places))
     return _Columns(width=len(fields), size=0, count=1, type=2, redop=redop, root=root, placements=places), layout
 
 
@@ -571,8 +573,6 @@ class _Reader:
             test.columns = _header_columns(tokens, self.path, number)
             test.draft.header_line = number
             test.draft.columns_from = f"column header, line {number}"
-            test.draft.has_redop = test.columns.redop is not None
-            test.draft.has_root = test.columns.root is not None
             test.state = "table"
             return
         if line.startswith("#") or _UNITS.match(line) or _PLACEMENTS.match(line):
@@ -599,21 +599,19 @@ class _Reader:
                 cur.inferred = True
                 cur.draft.header_line = number
                 cur.draft.columns_from = f"no header; inferred from line {number}: {layout}"
-                cur.draft.has_redop, cur.draft.has_root = cur.columns.redop is not None, cur.columns.root is not None
                 cur.state = "table"
             if cur.add_row(fields, number, cleaned.glued):
                 columns, columns_from = cur.columns, cur.draft.columns_from
                 cur = self.next_test(number)
                 cur.columns, cur.inferred, cur.state = columns, True, "table"
                 cur.draft.header_line, cur.draft.columns_from = number, columns_from
-                cur.draft.has_redop, cur.draft.has_root = columns.redop is not None, columns.root is not None
                 cur.add_row(fields, number, cleaned.glued)
             return
-        if cur.state == "table":
+        if cur.state == "table" and not (_BINARY.search(line) or _NCCL_ENV.search(line)):
             cur.flush_partial()
             cur.warn(number, f"not a data row of the table (line {cur.draft.header_line}): {_excerpt(line)}")
             return
-        self._command(line, number)
+        self._command(line, number)  # a command line (in a table: the next test's, the table was cut)
 
     def _command(self, line: str, number: int) -> None:
         """A command line or comment before a table: the binary and NCCL_* settings it names."""

@@ -70,8 +70,6 @@ class Draft:
     env: list[tuple[str, str, int | None]] = field(default_factory=list)
     header_line: int = 0
     columns_from: str = ""
-    has_redop: bool = True
-    has_root: bool = True
     segments: list[list[RowDraft]] = field(default_factory=list)
     """Rows in size order, one list per (type, redop, root) sweep (``-d all`` and ``-o all`` print
     several in one table) or per restart of the sizes (several tests' rows kept by ``grep``)."""
