@@ -79,7 +79,10 @@ def test_nccl_info_lines_between_glued_to_and_cutting_rows():
     assert run.setting("NCCL_NVLS_ENABLE") == ("0", 21) and run.setting("NCCL_DEBUG") is None
     settings = settings_for(run)
     assert (settings.algo, settings.protocol) == ("ring", "Simple")
-    assert "NCCL_NVLS_ENABLE=0 (line 21): not applied; fabricsim's tuner does not read it" in " ".join(settings.notes)
+    assert settings.notes[2] == "NCCL_NVLS_ENABLE=0 (line 21): no matter here, the algorithm is ring"
+    assert settings_for(run, algo="auto").notes[2] == "NCCL_NVLS_ENABLE=0 (line 21): no matter here, the algorithm is ring"
+    assert settings_for(run, algo="nvls").notes[2].startswith(
+        "NCCL_NVLS_ENABLE=0 (line 21): not applied; fabricsim's tuner does not read it")
 
 
 def test_nccl_init_lines_give_the_rank_count_without_a_device_list():

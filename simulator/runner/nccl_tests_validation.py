@@ -109,7 +109,11 @@ def settings_for(run: NcclTestsRun, algo: str = "auto", protocol: str = "auto") 
         notes.append(f"NCCL_MIN_NCHANNELS=NCCL_MAX_NCHANNELS={channels} ({where}): {channels} channels")
     for var, why in UNMODELLED_SETTINGS.items():
         found = run.setting(var)
-        if found is not None:
+        if found is None:
+            continue
+        if var == "NCCL_NVLS_ENABLE" and algo not in ("auto", "nvls"):
+            notes.append(f"{var}={found[0]} ({_where(found[1])}): no matter here, the algorithm is {algo}")
+        else:
             notes.append(f"{var}={found[0]} ({_where(found[1])}): not applied; {why}")
     return RunSettings(algo=algo, protocol=protocol, channels=channels, notes=tuple(notes))
 
