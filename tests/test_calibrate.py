@@ -60,29 +60,37 @@ def test_fit_reproduces_the_stream_curve_within_5_percent_and_the_fixed_cost(doc
     assert 0 < cal.values["hbm_efficiency"] <= 1 and cal.values["mlp_sharpness"] > 0
     # every fitted number says where it was measured
     for key in cal.values:
-        assert cal.sources[key].startswith("measured, NVIDIA H200, 2026-12-02, fabricsim calibrate (")
+        assert cal.sources[key].startswith("measured, NVIDIA H200, 2026-12-03, fabricsim calibrate (")
 
 
 def test_fitted_points_the_constants_come_from_are_reproduced(fitted):
     cal, _ = fitted
     rows = {(r.bench, r.point): r for r in cal.rows}
-    for point in ("copy 256 MiB", "add 256 MiB", "gelu 256 MiB", "sum 256 MiB", "rms_norm 256 MiB", "softmax 256 MiB"):
+    for point in ("copy 256 MiB", "add 256 MiB", "gelu 256 MiB", "row_sum 256 MiB", "rms_norm 256 MiB",
+                  "softmax 256 MiB", "gelu 1 MiB", "row_sum 1 MiB"):
         assert abs(rows["elementwise", point].error) < 0.005, point
+    # the latency fits: one-row kernels (intercept + slope on row length) and small elementwise kernels
+    for point in ("rms_norm 1x4096", "rms_norm 1x8192", "softmax 1x4096", "softmax 1x8192"):
+        assert abs(rows["rows", point].error) < 0.03, point
+    assert max(abs(r.error) for r in cal.rows if r.bench == "small") < 0.12
     assert abs(rows["gemm", "1x28672x4096"].error) < 0.005
     assert abs(rows["gemm", "4096x4096x4096"].error) < 0.05
-    assert abs(rows["prefill", "H=64 T=16384"].error) < 0.02
+    assert max(abs(r.error) for r in cal.rows if r.bench == "prefill") < 0.12  # least squares over all 9
     for state in ("idle", "copy", "memory", "tensor"):
         assert abs(rows["power", state].error) < 0.005
     # the long split-KV decode kernels, which a decode step's attention time is made of
-    for point in ("B=16 H=8 T=32768", "B=4 H=32 T=32768", "B=64 H=1 T=32768"):
+    for point in ("B=16 H=8 T=32768", "B=4 H=32 T=32768", "B=64 H=1 T=32768", "B=64 H=8/1 T=16384"):
         assert abs(rows["decode", point].error) < 0.05, point
+    # and the short ones, bound by the call's latency and the combine loop over 8-128 splits
+    for point in ("B=1 H=1 T=1024", "B=1 H=1 T=4096", "B=1 H=1 T=16384", "B=1 H=8 T=1024"):
+        assert abs(rows["decode", point].error) < 0.1, point
     # and the profiler's kernels per call agree with the model's (split-KV + combine, or one plain kernel)
     assert not [r for r in cal.rows if "kernels: model" in r.note]
 
 
 def test_written_file_round_trips_and_changes_the_model(fitted, written):
     cal, text = fitted
-    assert text.startswith("# Written by fabricsim calibrate on 2026-12-02: NVIDIA H200.")
+    assert text.startswith("# Written by fabricsim calibrate on 2026-12-03: NVIDIA H200.")
     assert (written.stat().st_mode & 0o777) == 0o644
     arch = load_kernel_table((str(written),)).architecture("hopper")
     for key, value in cal.values.items():
@@ -98,7 +106,9 @@ def test_written_file_round_trips_and_changes_the_model(fitted, written):
     spec = load_catalog().device("h200").gpu
     before = kernel_model("h200", spec, "eager")
     after = kernel_model("h200", spec, "eager", overrides=[written])
-    assert after.kernel_s == pytest.approx(cal.values["eager_kernel_s"], rel=1e-3) != before.kernel_s
+    assert after.kernel_s == pytest.approx(cal.values["eager_kernel_s"], rel=1e-3)
+    assert after is not before  # the built-in hopper constants are this run's, rounded: the source tells them apart
+    assert after.arch.sources["eager_kernel_s"] != before.arch.sources["eager_kernel_s"]
     assert after.decode_attention(16, 8, 8, 32768, 128).time_s != before.decode_attention(16, 8, 8, 32768, 128).time_s
 
 
@@ -214,7 +224,7 @@ def test_microbench_needs_only_the_standard_library_to_plan():
             "assert not [k for k in sys.modules if k.split('.')[0] in ('pydantic', 'numpy', 'yaml', 'torch', 'triton')]; "
             "print(m.dry_run())")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, check=True).stdout
-    assert out.strip().endswith("155 cases to run, 1 skipped")
+    assert out.strip().endswith("225 cases to run, 1 skipped")
     assert "decode_attention   batch=64, heads=32, kv_heads=32, context=32768" in out
 
 

@@ -9,18 +9,22 @@ constant is derived (each one's ``sources`` entry says the same):
 - ``cta_Bps``, ``hbm_efficiency``, ``mlp_sharpness``: least squares in log space of the stream
   curve, ``R(n) = ((min(n, SMs x resident_ctas_per_sm) cta_Bps)^-k + (eff peak)^-k)^(-1/k)``
   (Levenberg-Marquardt, numeric Jacobian), ``peak`` the GPU part's HBM bandwidth.
+- ``class_latency_s``, ``row_latency_s``: copy and elementwise from the small-tensor kernels (time
+  less the fixed cost); norm and softmax by least squares of time on row length over the one-CTA-per-
+  row kernels at few rows (intercept and slope); activation and reduction from their 1 MiB kernel.
 - ``class_efficiency``: each class's 256 MiB kernel (copy, add, gelu, sum, rms_norm, softmax):
   its rate (bytes over time less the fixed cost), with the CTA-bound term of the soft minimum taken
   out at the model's CTA count, over the peak; ``gemm`` the same for the weight stream of the M=1
   GEMM with the most weights; ``attention``: the rate of the split-KV decode kernels at the largest
   B x H x T over the peak (the KV-cache kernel the model's decode runs; see ``ATTENTION_CLASS_NOTE``).
-- ``attention_cta_Bps``: least squares on time over the split-KV decode points whose CTAs do not
-  fill the GPU's FlashAttention slots (SMs x attention_ctas_per_sm), the model's own split
-  heuristic giving each point's CTAs (on time, not log time: the long kernels, which a run's time
-  is made of, weigh most; the shortest ones are bound by latencies the model does not have).
+- ``attention_cta_Bps``, ``split_kv_latency_s``, ``combine_split_s``: least squares in log time
+  over every split-KV decode point (Levenberg-Marquardt), the model's own split heuristic giving
+  each point's CTAs and splits: the per-CTA KV rate, the call's critical-path latency and the
+  combine loop's time per split.
 - ``tensor_efficiency``: 4096^3 through the model's tile-wave time; ``tensor_sustained_efficiency``:
-  the median rate of 8192^3 and 16384^3 over the dense peak; ``flash_attention_efficiency``: the
-  median of the causal prefill points at T = 16384, over the peak times the model's wave fill.
+  the median rate of 8192^3 and 16384^3 over the dense peak; ``flash_attention_efficiency`` and
+  ``attention_cta_latency_s``: least squares in log time over the causal prefill points through the
+  model's schedule of the forward kernel.
 - ``power_fraction``: nvidia-smi's median board power in each state over the part's power cap.
 """
 
@@ -43,14 +47,18 @@ STREAM_TOLERANCE = 0.05
 """The fitted stream curve must reproduce every point within 5% (issue 23's acceptance bar)."""
 ELEMENTWISE_SIZE = 256 * 2 ** 20
 """Tensor size whose kernels give the class efficiencies (issue 23: 256 MiB, far past L2)."""
-CLASS_OPS = {"copy": "copy", "elementwise": "add", "activation": "gelu", "reduction": "sum", "norm": "rms_norm",
-             "softmax": "softmax"}
-"""Kernel class -> the microbenchmark op that measures it (issue 23)."""
+CLASS_OPS = {"copy": ("copy",), "elementwise": ("add",), "activation": ("gelu",), "reduction": ("row_sum", "sum"),
+             "norm": ("rms_norm",), "softmax": ("softmax",)}
+"""Kernel class -> the microbenchmark ops that measure it, the first one a run has (issue 23;
+``reduction``: the row sum, as the datasheet's 2.69 TB/s 'sum', else an older run's whole-tensor sum)."""
+ROW_LATENCY_MAX_ROWS = 64
+"""Row kernels with at most this many rows are latency-bound (one CTA per row, far fewer CTAs than
+the GPU holds) and give the class latency and the per-element row latency."""
+LATENCY_SIZE = 2 ** 20
+"""Tensor size whose kernels give the class latencies (the datasheet's 1 MiB: fixed cost dominates)."""
 ELEMENTWISE_CTA_BYTES = 1024
 """Bytes per CTA of an elementwise kernel, as GpuKernels.elementwise counts them (hardware/kernels.py:
 512 two-byte elements per CTA, ATen's vectorized loop)."""
-ATTENTION_CTA_SEARCH_Bps = (1e8, 1e12)
-"""assumption: the per-CTA KV rate lies between 0.1 GB/s and 1 TB/s (the streaming CTA draws ~60 GB/s)."""
 STREAM_SHARPNESS_STARTS = (1.0, 2.0, 4.0)
 """assumption: starting values of k for the stream fit (the best of the three fits is kept)."""
 ATTENTION_CLASS_NOTE = (
@@ -61,8 +69,6 @@ SUSTAINED_SQUARES = (8192, 16384)
 """GEMMs whose median rate is tensor_sustained_efficiency (issue 23)."""
 TILE_SQUARE = 4096
 """The GEMM that gives tensor_efficiency (issue 23)."""
-PREFILL_T = 16384
-"""Prefill length whose points give flash_attention_efficiency (issue 23)."""
 POWER_STATES_FITTED = ("idle", "copy", "memory", "tensor", "pcie")
 """hardware.kernels.POWER_STATES; a state the run lacks keeps its built-in fraction."""
 
@@ -322,20 +328,60 @@ def fit(doc: Mapping[str, Any], catalog: Any = None, source: str = "<run>") -> C
         notes.append(f"the fitted stream curve misses a point by {worst_stream * 100:.1f}% "
                      f"(more than {STREAM_TOLERANCE * 100:g}%)")
 
-    # kernel classes at 256 MiB
-    ew = {r["op"]: r for r in _records(doc, "elementwise") if r.get("tensor_bytes") == ELEMENTWISE_SIZE and "op" in r}
+    # kernel classes: the rate at 256 MiB; the latency of short kernels (small tensors, one-row kernels)
+    ew_all = [r for r in _records(doc, "elementwise") if "op" in r]
+    ew = {r["op"]: r for r in ew_all if r.get("tensor_bytes") == ELEMENTWISE_SIZE}
+    ew_small = {r["op"]: r for r in ew_all if r.get("tensor_bytes") == LATENCY_SIZE}
     classes: dict[str, float] = {}
     parts_src: list[str] = []
-    for kind, op in CLASS_OPS.items():
-        r = ew.get(op)
+
+    def ew_ctas(kind: str, r: Mapping[str, Any]) -> int:
+        return int(r["rows"]) if r.get("rows") else max(1, math.ceil(r["bytes"] / ELEMENTWISE_CTA_BYTES))
+
+    for kind, ops in CLASS_OPS.items():
+        r = next((ew[op] for op in ops if op in ew), None)
         if r is None:
             continue
-        ctas = r["rows"] if kind in ("norm", "softmax") and r.get("rows") else \
-            max(1, math.ceil(r["bytes"] / ELEMENTWISE_CTA_BYTES))
         achieved = r["bytes"] / max(r["time_s"] - graph_s, 1e-12)
-        eff = unsoft(achieved, min(ctas, slots) * cta, k) / peak
-        classes[kind] = min(eff, 1.0)
-        parts_src.append(f"{op} {achieved / 1e12:.2f} TB/s -> {classes[kind]:.3f}")
+        classes[kind] = min(unsoft(achieved, min(ew_ctas(kind, r), slots) * cta, k) / peak, 1.0)
+        parts_src.append(f"{r['op']} {achieved / 1e12:.2f} TB/s -> {classes[kind]:.3f}")
+
+    latencies: dict[str, float] = {}
+    row_lat: dict[str, float] = {}
+    lat_src: list[str] = []
+    small = _records(doc, "small")
+    for kind in ("copy", "elementwise"):  # one round trip: the small-tensor kernels, time less the fixed cost
+        pts = [r["time_s"] - graph_s for r in small if r.get("kind") == kind]
+        if pts:
+            latencies[kind] = max(0.0, statistics.median(pts))
+            lat_src.append(f"{kind}: median of {len(pts)} kernels on 16-256 KiB, {latencies[kind] * 1e6:.2f} us")
+    rows_pts = [r for r in _records(doc, "rows") if r["rows"] <= ROW_LATENCY_MAX_ROWS]
+    for kind in ("norm", "softmax"):  # one-CTA-per-row kernels at few rows: latency = a + row x b
+        pts = [r for r in rows_pts if r.get("kind") == kind]
+        if len({r["row"] for r in pts}) >= 2:
+            x = np.array([r["row"] for r in pts], dtype=float)
+            y = np.array([r["time_s"] - graph_s for r in pts])
+            slope, intercept = np.polyfit(x, y, 1)
+            latencies[kind], row_lat[kind] = max(0.0, float(intercept)), max(0.0, float(slope))
+            lat_src.append(f"{kind}: {len(pts)} kernels over 1-{ROW_LATENCY_MAX_ROWS} rows of "
+                           f"{int(x.min())}-{int(x.max())}, least squares of time less the fixed cost on row length: "
+                           f"{latencies[kind] * 1e6:.2f} us + {row_lat[kind] * 1e9:.3f} ns per element")
+    for kind, op in (("activation", "gelu"), ("reduction", "row_sum")):  # a 1 MiB kernel past its bytes' time
+        r = ew_small.get(op)
+        if r is not None and kind in classes:
+            t = r["time_s"] - graph_s
+            bytes_s = r["bytes"] / soft_min(min(ew_ctas(kind, r), slots) * cta, classes[kind] * peak, k)
+            if t > bytes_s:
+                latencies[kind] = t
+                lat_src.append(f"{kind}: {op} 1 MiB, {t * 1e6:.2f} us beyond the fixed cost (its bytes take "
+                               f"{bytes_s * 1e6:.2f} us)")
+    if latencies:
+        values["class_latency_s"] = latencies
+        sources["class_latency_s"] = src("small, rows, elementwise", "; ".join(lat_src))
+    if row_lat:
+        values["row_latency_s"] = row_lat
+        sources["row_latency_s"] = src("rows", "the slopes of the same fits: " + ", ".join(
+            f"{kind} {v * 1e9:.3f} ns per element" for kind, v in row_lat.items()))
     # gemm: the weight stream of the M=1 GEMM with the most weights
     m1 = [r for r in _records(doc, "gemm") if r["m"] == 1]
     if m1:
@@ -353,14 +399,12 @@ def fit(doc: Mapping[str, Any], catalog: Any = None, source: str = "<run>") -> C
     split_pts = [r for r in decode if r.get("split_kv", True)]
     plain_pts = [r for r in decode if not r.get("split_kv", True)]
     acta = base.attention_cta_Bps
-    att_slots = sms * base.attention_ctas_per_sm
 
     def dcost(model: Any, r: Mapping[str, Any], split: bool = True):
         return model.decode_attention(r["batch"], r["heads"], r.get("kv_heads", r["heads"]),
                                                    r["context"], r.get("head_dim", 128), split=split)
 
     now = models.model(values)
-    small = [r for r in split_pts if dcost(now, r).ctas < att_slots]
     top: list[dict[str, Any]] = []
     if split_pts:
         most = max(r["batch"] * r["heads"] * r["context"] for r in split_pts)
@@ -376,19 +420,27 @@ def fit(doc: Mapping[str, Any], catalog: Any = None, source: str = "<run>") -> C
             effs.append(main_bytes / max(r["time_s"] - graph_s - combine, 1e-12) / peak)
         att_eff = min(statistics.median(effs), 1.0)
         values.setdefault("class_efficiency", {})["attention"] = att_eff
-    if small:  # then the per-CTA rate, the plateau held (fitting both at once trades one for the other)
-        def cost_of(log_acta: float) -> float:
-            trial = models.model({**values, "attention_cta_Bps": math.exp(log_acta)})
-            return sum((dcost(trial, r).time_s - r["time_s"]) ** 2 for r in small)
+    if len(split_pts) >= 3:  # then the per-CTA rate and the two latencies, the plateau held, in log space
+        lat0, comb0 = base.split_kv_latency_s, base.combine_split_s
 
-        lo, hi = ATTENTION_CTA_SEARCH_Bps
-        acta = math.exp(golden_min(cost_of, math.log(lo), math.log(hi), tol=1e-6))
-    if small:
-        values["attention_cta_Bps"] = acta
-        sources["attention_cta_Bps"] = src(
-            "decode_attention", f"least squares on time over the {len(small)} split-KV SDPA decode points (bf16, MHA, "
-            f"head dim 128) whose CTAs, by the model's split heuristic, do not fill the {att_slots} FlashAttention "
-            f"slots: {acta / 1e9:.1f} GB/s per CTA")
+        def decode_res(x: np.ndarray) -> np.ndarray:
+            a_bps, lat, comb = np.exp(x)
+            trial = models.model({**values, "attention_cta_Bps": float(a_bps), "split_kv_latency_s": float(lat),
+                                  "combine_split_s": float(comb)})
+            return np.array([math.log(dcost(trial, r).time_s / r["time_s"]) for r in split_pts])
+
+        x, _ = levenberg_marquardt(decode_res, np.log([acta, max(lat0, 1e-7), max(comb0, 1e-8)]))
+        acta, lat, comb = (float(v) for v in np.exp(x))
+        values.update(attention_cta_Bps=acta, split_kv_latency_s=lat, combine_split_s=comb)
+        how = (f"least squares in log time over the {len(split_pts)} split-KV SDPA decode points (bf16, MHA, head "
+               "dim 128, splits from the model's copy of FlashAttention-2's heuristic), jointly with")
+        sources["attention_cta_Bps"] = src("decode_attention", f"{how} split_kv_latency_s and combine_split_s: "
+                                                               f"{acta / 1e9:.1f} GB/s per CTA")
+        sources["split_kv_latency_s"] = src("decode_attention", f"{how} attention_cta_Bps and combine_split_s: "
+                                                                f"{lat * 1e6:.2f} us per call beyond two fixed costs")
+        sources["combine_split_s"] = src("decode_attention", f"{how} attention_cta_Bps and split_kv_latency_s: "
+                                                             f"{comb * 1e9:.0f} ns per split of the combine loop (one "
+                                                             "L2 round trip is ~350 cycles at 1.8-2 GHz)")
     if top:
         shapes = ", ".join(f"B={r['batch']} H={r['heads']} T={r['context']}" for r in top)
         parts_src.append(f"attention: split-KV decode at the largest B x H x T ({shapes}), median rate less the fixed "
@@ -434,20 +486,25 @@ def fit(doc: Mapping[str, Any], catalog: Any = None, source: str = "<run>") -> C
         notes.append("the 4096^3 tile rate is below the sustained rate of the larger squares")
 
     # prefill
-    pre = [r for r in _records(doc, "prefill_attention") if r["context"] == PREFILL_T and r.get("causal", True)]
-    if pre:
-        effs = []
-        for r in pre:
-            ctas = r["batch"] * r["heads"] * math.ceil(r["context"] / 128)
-            waves = math.ceil(ctas / sms)
-            fill = ctas / (waves * sms)
-            effs.append(r["flops"] / (max(r["time_s"] - graph_s, 1e-12) * spec.bf16_flops * fill))
-        fae = min(statistics.median(effs), 1.0)
-        values["flash_attention_efficiency"] = fae
-        shown = ", ".join(f"H={r['heads']} {r['flops'] / r['time_s'] / 1e12:.0f}" for r in pre)
-        sources["flash_attention_efficiency"] = src(
-            "prefill_attention", f"SDPA flash causal, head dim 128, T={PREFILL_T}: {shown} TFLOP/s; median of "
-            f"FLOPs / time / (peak x the model's wave fill): {fae:.3f}")
+    pre = [r for r in _records(doc, "prefill_attention") if r.get("causal", True)]
+    if pre:  # efficiency and per-CTA latency through the model's own schedule of the forward kernel
+        def prefill_res(x: np.ndarray) -> np.ndarray:
+            fae_x, lat_x = np.exp(x)
+            trial = models.model({**values, "flash_attention_efficiency": min(float(fae_x), 1.0),
+                                  "attention_cta_latency_s": float(lat_x)})
+            return np.array([math.log(trial.prefill_attention(
+                r["batch"], r["heads"], r["heads"], r["context"], r["context"], r.get("head_dim", 128),
+                causal=r.get("causal", True)).time_s / r["time_s"]) for r in pre])
+
+        x, _ = levenberg_marquardt(prefill_res, np.log([base.flash_attention_efficiency,
+                                                        max(base.attention_cta_latency_s, 1e-7)]))
+        fae, alat = min(float(math.exp(x[0])), 1.0), float(math.exp(x[1]))
+        values.update(flash_attention_efficiency=fae, attention_cta_latency_s=alat)
+        shown = ", ".join(f"H={r['heads']} T={r['context']} {r['flops'] / r['time_s'] / 1e12:.0f}" for r in pre)
+        how = (f"least squares in log time over the {len(pre)} SDPA flash causal prefill points (head dim 128; "
+               f"{shown} TFLOP/s) through the model's schedule of the forward kernel (CTAs over SMs, causal blocks)")
+        sources["flash_attention_efficiency"] = src("prefill_attention", f"{how}: {fae:.3f} of the dense peak")
+        sources["attention_cta_latency_s"] = src("prefill_attention", f"{how}: {alat * 1e6:.2f} us per CTA")
 
     # power
     power = {r["state"]: r for r in doc.get("records", []) if r.get("bench") == "power" and "watts" in r}
@@ -487,11 +544,17 @@ def check(cal: Calibration, doc: Mapping[str, Any], model_graph: Any, model_eage
         c = m.memory("stream", float(r["bytes"]), int(r["ctas"]), "stream")
         rows.append(Row("stream", f"{r['ctas']} CTAs", r["time_s"], c.time_s, achieved=_rate(r["bytes"] / r["time_s"], "B")))
     for r in _records(doc, "elementwise"):
-        rows_arg = r.get("rows") if r["kind"] in ("norm", "softmax") else None
-        c = m.elementwise(r["op"], float(r["bytes"]), r["kind"], rows=rows_arg)
+        c = m.elementwise(r["op"], float(r["bytes"]), r["kind"], rows=r.get("rows"), row=r.get("row", 0) or 0)
         size = r["tensor_bytes"] / 2 ** 20
         rows.append(Row("elementwise", f"{r['op']} {size:g} MiB", r["time_s"], c.time_s,
                         achieved=_rate(r["bytes"] / r["time_s"], "B")))
+    for r in _records(doc, "rows"):
+        c = m.elementwise(r["op"], float(r["bytes"]), r["kind"], rows=r["rows"], row=r["row"])
+        rows.append(Row("rows", f"{r['op']} {r['rows']}x{r['row']}", r["time_s"], c.time_s,
+                        achieved=_rate(r["bytes"] / r["time_s"], "B")))
+    for r in _records(doc, "small"):
+        c = m.elementwise(r["op"], float(r["bytes"]), r["kind"])
+        rows.append(Row("small", f"{r['op']} {r['tensor_bytes'] // 1024} KiB", r["time_s"], c.time_s))
     for r in _records(doc, "gemm"):
         c = m.gemm("gemm", r["m"], r["n"], r["k"])
         square = r["m"] == r["n"] == r["k"]
@@ -512,7 +575,8 @@ def check(cal: Calibration, doc: Mapping[str, Any], model_graph: Any, model_eage
             lo, hi = (2 ** (log - 1), 2 ** log) if log > 1 else (2, 2)
             if not lo < splits <= hi and not (log == 1 and splits == 2):
                 note += f"; splits: model {splits}, the kernel's template <= {hi}"
-        rows.append(Row("decode", f"B={r['batch']} H={r['heads']} T={r['context']}" + ("" if split else " plain"),
+        heads = f"{r['heads']}" if r.get("kv_heads", r["heads"]) == r["heads"] else f"{r['heads']}/{r['kv_heads']}"
+        rows.append(Row("decode", f"B={r['batch']} H={heads} T={r['context']}" + ("" if split else " plain"),
                         r["time_s"], c.time_s, achieved=_rate(r["bytes"] / r["time_s"], "B"), note=note))
     for r in _records(doc, "prefill_attention"):
         c = m.prefill_attention(r["batch"], r["heads"], r["heads"], r["context"], r["context"],

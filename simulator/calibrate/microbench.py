@@ -17,14 +17,20 @@ The benches (what ``simulator/calibrate/fit.py`` turns into kernel constants):
 1. ``stream``: a Triton streaming copy (8 warps, 4096 fp32 per loop step, persistent grid-stride
    loop) moving 2 GiB (1 GiB read + 1 GiB written) at 1 ... 2,112 CTAs.
 2. ``fixed``: 200 back-to-back one-element adds in one graph, and the same launched eagerly.
-3. ``elementwise``: copy, add, gelu, sum, rms_norm, layer_norm, softmax (rows of 8192) on bf16
+3. ``elementwise``: copy, add, gelu, sum, row_sum, rms_norm, layer_norm, softmax (rows of 8192) on bf16
    tensors of 256 MiB and 1 MiB; bytes = reads + writes.
+   ``rows``: RMSNorm and softmax over 1-1,024 rows of 4,096 and 8,192 (decode and chunk sizes);
+   ``small``: copy, add, mul, neg on 16 KiB and 256 KiB tensors (a decode step's activations).
 4. ``gemm``: torch.matmul bf16, squares 1024 ... 16384 and transformer shapes M x (N, K).
 5. ``decode_attention``: SDPA (FlashAttention backend, else the default, recorded) with q
    [B, H, 1, 128] and k, v [B, H, T, 128], plus the CUDA kernels launched per call (profiler).
 6. ``prefill_attention``: SDPA flash, causal, q = k = v [1, H, T, 128].
-7. ``pcie``: host-to-device and device-to-host copies of 256 MiB, pinned and pageable.
-8. ``power``: board power and SM clock (nvidia-smi) over 3 s of idle, an HBM copy loop, a bf16
+   Also grouped-query decode (``DECODE_GQA``: fewer KV heads, ``enable_gqa``).
+7. ``layer``: one whole transformer layer in plain PyTorch (``_layer_fn``), decode and prefill, at
+   Llama-3-70B TP8 and Llama-3-8B shard shapes: a check of the model's composition, not an input to
+   the fit.
+8. ``pcie``: host-to-device and device-to-host copies of 256 MiB, pinned and pageable.
+9. ``power``: board power and SM clock (nvidia-smi) over 3 s of idle, an HBM copy loop, a bf16
    GEMM 8192^3 loop, a decode-attention loop and a pinned host-to-device copy loop.
 """
 
@@ -64,7 +70,14 @@ ROW = 8192
 """Row length of the norm and softmax kernels (issue 23; a 70B model's hidden size)."""
 ELEMENTWISE_OPS = (  # (op, kernel class, bytes touched / tensor bytes: reads + writes, derived from the op)
     ("copy", "copy", 2), ("add", "elementwise", 3), ("gelu", "activation", 2), ("sum", "reduction", 1),
-    ("rms_norm", "norm", 2), ("layer_norm", "norm", 2), ("softmax", "softmax", 2))
+    ("row_sum", "reduction", 1), ("rms_norm", "norm", 2), ("layer_norm", "norm", 2), ("softmax", "softmax", 2))
+"""``sum`` reduces the whole tensor to one number; ``row_sum`` each row of ``ROW`` (as the norms do)."""
+ROW_KERNEL_SHAPES = tuple((r, c) for c in (4096, 8192) for r in (1, 8, 64, 1024))
+"""(rows, row length) of the row-kernel bench: RMSNorm and softmax at a decode step's and a prefill
+chunk's token counts and a Llama-3-8B / 70B hidden size (their config.json: 4096, 8192)."""
+SMALL_ELEMENTWISE_BYTES = (16 * 1024, 256 * 1024)
+"""Tensor sizes of the small-kernel bench: a decode step's activations (batch 1 x 8192 bf16 = 16 KiB)
+and a batch of 16 (256 KiB), for copy, add, mul and neg."""
 SQUARES = (1024, 2048, 4096, 8192, 16384)
 """Square bf16 GEMMs (issue 23)."""
 GEMM_M = (1, 8, 32, 64, 128, 512, 4096)
@@ -82,6 +95,23 @@ DECODE_T = (1024, 4096, 16384, 32768)
 """Decode context lengths (issue 23)."""
 HEAD_DIM = 128
 """Head dimension of every attention bench (issue 23)."""
+DECODE_GQA = ((8, 1), (32, 8), (64, 8))
+"""(query heads, KV heads) of grouped-query decode: Llama-3-70B's TP8 shard, Llama-3-8B, Llama-3-70B
+at TP1 (their config.json: 64/8 and 32/8 heads)."""
+DECODE_GQA_B = (1, 8, 32, 64)
+"""Batch sizes of grouped-query decode (assumption: a serving engine's decode batches)."""
+DECODE_GQA_T = (4096, 16384)
+"""Context lengths of grouped-query decode."""
+LAYER_MODELS = {"llama3-70b-tp8": dict(hidden=8192, heads=8, kv_heads=1, ffn=3584),
+                "llama3-8b": dict(hidden=4096, heads=32, kv_heads=8, ffn=14336)}
+"""Whole-layer shapes (one GPU's shard): Llama-3-70B at TP 8 and Llama-3-8B at TP 1 (config.json:
+hidden 8192/4096, 64/32 heads, 8 KV heads, intermediate 28672/14336; head dim 128)."""
+LAYER_DECODE_B = (1, 8, 32, 64)
+"""Decode batches of the whole-layer bench."""
+LAYER_DECODE_T = (4096, 16384)
+"""Decode contexts of the whole-layer bench."""
+LAYER_PREFILL_T = (1024, 4096)
+"""Prompt lengths of the whole-layer prefill bench (batch 1)."""
 DECODE_MAX_KV = 20 * GIB
 """Decode shapes whose K and V together pass this are skipped (issue 23: 20 GiB)."""
 PREFILL_H = (8, 32, 64)
@@ -133,9 +163,16 @@ def plan() -> list[dict[str, Any]]:
     cases += [_case("stream", ctas=n, bytes=STREAM_BYTES) for n in STREAM_CTAS]
     for size in ELEMENTWISE_SIZES:
         for op, kind, touches in ELEMENTWISE_OPS:
-            rows = size // 2 // ROW if kind in ("norm", "softmax") else None
+            rows = size // 2 // ROW if kind in ("norm", "softmax") or op == "row_sum" else None
             cases.append(_case("elementwise", op=op, kind=kind, tensor_bytes=size, bytes=touches * size,
                                **({"rows": rows, "row": ROW} if rows else {})))
+    for rows, row in ROW_KERNEL_SHAPES:
+        for op, kind in (("rms_norm", "norm"), ("softmax", "softmax")):
+            cases.append(_case("rows", op=op, kind=kind, rows=rows, row=row, bytes=2 * 2 * rows * row))
+    for size in SMALL_ELEMENTWISE_BYTES:
+        for op, kind, touches in (("copy", "copy", 2), ("add", "elementwise", 3), ("mul", "elementwise", 3),
+                                  ("neg", "elementwise", 2)):
+            cases.append(_case("small", op=op, kind=kind, tensor_bytes=size, bytes=touches * size))
     shapes = [(n, n, n) for n in SQUARES] + [(m, n, k) for m in GEMM_M for n, k in GEMM_NK]
     for m, n, k in shapes:
         cases.append(_case("gemm", m=m, n=n, k=k, flops=2.0 * m * n * k, bytes=2.0 * (m * k + k * n + m * n)))
@@ -148,6 +185,20 @@ def plan() -> list[dict[str, Any]]:
                 if kv > DECODE_MAX_KV:
                     c["skip"] = f"K and V take {kv / GIB:.0f} GiB > {DECODE_MAX_KV / GIB:.0f} GiB"
                 cases.append(c)
+    for h, hkv in DECODE_GQA:
+        for b in DECODE_GQA_B:
+            for t in DECODE_GQA_T:
+                kv = 2 * b * hkv * t * HEAD_DIM * 2
+                cases.append(_case("decode_attention", batch=b, heads=h, kv_heads=hkv, context=t,
+                                   head_dim=HEAD_DIM, bytes=float(kv + 2 * b * h * HEAD_DIM * 2),
+                                   flops=4.0 * b * h * t * HEAD_DIM))
+    for name, shape in LAYER_MODELS.items():
+        for b in LAYER_DECODE_B:
+            for t in LAYER_DECODE_T:
+                cases.append(_case("layer", model=name, phase="decode", batch=b, context=t, head_dim=HEAD_DIM,
+                                   **shape))
+        for t in LAYER_PREFILL_T:
+            cases.append(_case("layer", model=name, phase="prefill", batch=1, context=t, head_dim=HEAD_DIM, **shape))
     for h in PREFILL_H:
         for t in PREFILL_T:
             cases.append(_case("prefill_attention", batch=1, heads=h, context=t, head_dim=HEAD_DIM, causal=True,
@@ -159,7 +210,8 @@ def plan() -> list[dict[str, Any]]:
     return cases
 
 
-BENCH_ORDER = ("fixed", "stream", "elementwise", "gemm", "prefill_attention", "pcie", "power", "decode_attention")
+BENCH_ORDER = ("fixed", "stream", "elementwise", "rows", "small", "gemm", "prefill_attention", "pcie", "power",
+               "decode_attention", "layer")
 """Run order: decode attention (the profiler's start-up time varies) last, so the time budget falls on it."""
 
 
@@ -309,12 +361,43 @@ def bench_elementwise(cases, emit, tick) -> None:
                              torch.zeros(ROW, dtype=torch.bfloat16, device="cuda"))
         a, b, out, rows, w, bias = tensors[size]
         fn = {"copy": lambda: out.copy_(a), "add": lambda: torch.add(a, b, out=out), "gelu": lambda: F.gelu(a),
-              "sum": lambda: a.sum(), "rms_norm": lambda: F.rms_norm(rows, (ROW,), w),
+              "sum": lambda: a.sum(), "row_sum": lambda: rows.sum(dim=-1), "rms_norm": lambda: F.rms_norm(rows, (ROW,), w),
               "layer_norm": lambda: F.layer_norm(rows, (ROW,), w, bias),
               "softmax": lambda: torch.softmax(rows, dim=-1)}[case["op"]]
         t = graph_time_s(fn, _calls(case["bytes"] / EST_ELEMENTWISE_Bps + EST_SHORT_S, 5, 200))
         emit({**case, "time_s": t})
         tick(f"{case['op']} {size / MIB:.0f} MiB: {case['bytes'] / t / 1e9:,.0f} GB/s")
+
+
+def bench_rows(cases, emit, tick) -> None:
+    """Row kernels (RMSNorm, softmax) at the token counts of a decode step and a prefill chunk."""
+    torch = _torch()
+    F = torch.nn.functional
+    for case in cases:
+        rows, row = case["rows"], case["row"]
+        x = torch.randn(rows, row, dtype=torch.bfloat16, device="cuda")
+        w = torch.ones(row, dtype=torch.bfloat16, device="cuda")
+        fn = (lambda: F.rms_norm(x, (row,), w)) if case["op"] == "rms_norm" else (lambda: torch.softmax(x, dim=-1))
+        names, per_call = kernels_launched(fn)
+        t = graph_time_s(fn, _calls(case["bytes"] / EST_ELEMENTWISE_Bps + EST_SHORT_S, 5, 200))
+        emit({**case, "kernels": names, "kernels_per_call": per_call, "time_s": t})
+        tick(f"{case['op']} {rows} x {row}: {t * 1e6:.2f} us, {per_call:g} kernels")
+        del x, w
+
+
+def bench_small(cases, emit, tick) -> None:
+    """Elementwise kernels on a decode step's small tensors (what a fixed cost is made of)."""
+    torch = _torch()
+    for case in cases:
+        n = case["tensor_bytes"] // 2
+        a = torch.randn(n, dtype=torch.bfloat16, device="cuda")
+        b, out = torch.randn_like(a), torch.empty_like(a)
+        fn = {"copy": lambda: out.copy_(a), "add": lambda: torch.add(a, b, out=out),
+              "mul": lambda: torch.mul(a, b, out=out), "neg": lambda: torch.neg(a, out=out)}[case["op"]]
+        t = graph_time_s(fn, _calls(EST_SHORT_S, 5, 200))
+        emit({**case, "time_s": t})
+        tick(f"{case['op']} {case['tensor_bytes'] // 1024} KiB: {t * 1e6:.2f} us")
+        del a, b, out
 
 
 def bench_gemm(cases, emit, tick) -> None:
@@ -324,44 +407,49 @@ def bench_gemm(cases, emit, tick) -> None:
         a = torch.randn(m, k, dtype=torch.bfloat16, device="cuda")
         b = torch.randn(k, n, dtype=torch.bfloat16, device="cuda")
         est = max(case["flops"] / EST_TENSOR_FLOPS, case["bytes"] / EST_HBM_Bps) + EST_GEMM_S
+        names, per_call = kernels_launched(lambda: torch.matmul(a, b), 2)
         t = graph_time_s(lambda: torch.matmul(a, b), _calls(est, 2, 200))
-        emit({**case, "dtype": "bf16", "time_s": t})
+        emit({**case, "dtype": "bf16", "kernels": names, "kernels_per_call": per_call, "time_s": t})
         tick(f"gemm {m}x{n}x{k}: {case['flops'] / t / 1e12:,.0f} TFLOP/s, {case['bytes'] / t / 1e9:,.0f} GB/s")
         del a, b
 
 
-def _sdpa(q, k, v, causal: bool = False):
-    """An SDPA call on the FlashAttention backend, else PyTorch's default choice: (fn, backend)."""
+def _sdpa(q, k, v, causal: bool = False, gqa: bool = False):
+    """An SDPA call on the FlashAttention backend, else PyTorch's default choice: (fn, backend).
+    ``gqa``: fewer KV heads than query heads (``enable_gqa``)."""
     torch = _torch()
     F = torch.nn.functional
     from torch.nn.attention import SDPBackend, sdpa_kernel
 
+    extra = {"enable_gqa": True} if gqa else {}
+
     def flash():
         with sdpa_kernel(SDPBackend.FLASH_ATTENTION):
-            return F.scaled_dot_product_attention(q, k, v, is_causal=causal)
+            return F.scaled_dot_product_attention(q, k, v, is_causal=causal, **extra)
 
     try:
         flash()
         torch.cuda.synchronize()
         return flash, "flash"
     except RuntimeError:
-        return (lambda: F.scaled_dot_product_attention(q, k, v, is_causal=causal)), "default"
+        return (lambda: F.scaled_dot_product_attention(q, k, v, is_causal=causal, **extra)), "default"
 
 
 def bench_decode_attention(cases, emit, tick) -> None:
     torch = _torch()
     for case in cases:
         b, h, t_ctx = case["batch"], case["heads"], case["context"]
+        hkv = case.get("kv_heads", h)
         q = torch.randn(b, h, 1, HEAD_DIM, dtype=torch.bfloat16, device="cuda")
-        k = torch.randn(b, h, t_ctx, HEAD_DIM, dtype=torch.bfloat16, device="cuda")
+        k = torch.randn(b, hkv, t_ctx, HEAD_DIM, dtype=torch.bfloat16, device="cuda")
         v = torch.randn_like(k)
-        fn, backend = _sdpa(q, k, v)
+        fn, backend = _sdpa(q, k, v, gqa=hkv != h)
         names, per_call = kernels_launched(fn)
         t = graph_time_s(fn, _calls(case["bytes"] / EST_HBM_Bps + EST_ATTENTION_S, 3, 200))
         split = any("splitkv" in nm.lower() for nm in names)
         emit({**case, "backend": backend, "kernels": names, "kernels_per_call": per_call, "split_kv": split,
               "time_s": t})
-        tick(f"decode B={b} H={h} T={t_ctx}: {case['bytes'] / t / 1e9:,.0f} GB/s, {per_call:g} kernels"
+        tick(f"decode B={b} H={h}/{hkv} T={t_ctx}: {case['bytes'] / t / 1e9:,.0f} GB/s, {per_call:g} kernels"
              f"{' (split-KV)' if split else ''}, {backend}")
         del q, k, v, fn
 
@@ -377,6 +465,71 @@ def bench_prefill_attention(cases, emit, tick) -> None:
         emit({**case, "backend": backend, "time_s": t})
         tick(f"prefill H={h} T={t_ctx}: {case['flops'] / t / 1e12:,.0f} TFLOP/s, {backend}")
         del q, k, v, fn
+
+
+def _layer_fn(case: dict[str, Any]):
+    """One transformer layer of a Llama-style model in plain PyTorch (as a reference implementation
+    writes it: RMSNorm, fused QKV projection, rotary embedding, KV-cache write, SDPA with GQA, output
+    projection and residual add, RMSNorm, gate/up projection, SiLU x up, down projection and residual
+    add), bf16, no tensor parallelism across GPUs (the shapes are one GPU's shard)."""
+    torch = _torch()
+    F = torch.nn.functional
+    bf = dict(dtype=torch.bfloat16, device="cuda")
+    hid, h, hkv, ffn, d = case["hidden"], case["heads"], case["kv_heads"], case["ffn"], case["head_dim"]
+    b, t = case["batch"], case["context"]
+    decode = case["phase"] == "decode"
+    tokens, q_len = (b, 1) if decode else (b * t, t)
+    w_qkv = torch.randn(hid, (h + 2 * hkv) * d, **bf) * 0.02
+    w_o = torch.randn(h * d, hid, **bf) * 0.02
+    w_gu = torch.randn(hid, 2 * ffn, **bf) * 0.02
+    w_d = torch.randn(ffn, hid, **bf) * 0.02
+    n1, n2 = torch.ones(hid, **bf), torch.ones(hid, **bf)
+    cos, sin = torch.randn(1, 1, q_len, d, **bf), torch.randn(1, 1, q_len, d, **bf)
+    x = torch.randn(tokens, hid, **bf)
+    cache_k = torch.randn(b, hkv, t, d, **bf)
+    cache_v = torch.randn_like(cache_k)
+    pos = torch.tensor([t - 1], device="cuda")
+
+    def rotate(z):
+        z1, z2 = z[..., : d // 2], z[..., d // 2:]
+        return z * cos + torch.cat((-z2, z1), dim=-1) * sin
+
+    def layer():
+        r = F.rms_norm(x, (hid,), n1)
+        qkv = r @ w_qkv
+        q, k, v = qkv.split((h * d, hkv * d, hkv * d), dim=-1)
+        q = rotate(q.view(b, q_len, h, d).transpose(1, 2))
+        k = rotate(k.view(b, q_len, hkv, d).transpose(1, 2))
+        v = v.view(b, q_len, hkv, d).transpose(1, 2)
+        if decode:
+            cache_k.index_copy_(2, pos, k)
+            cache_v.index_copy_(2, pos, v)
+            o = F.scaled_dot_product_attention(q, cache_k, cache_v, enable_gqa=hkv != h)
+        else:
+            o = F.scaled_dot_product_attention(q, k, v, is_causal=True, enable_gqa=hkv != h)
+        y = x + o.transpose(1, 2).reshape(tokens, h * d) @ w_o
+        g, u = (F.rms_norm(y, (hid,), n2) @ w_gu).chunk(2, dim=-1)
+        return y + (F.silu(g) * u) @ w_d
+
+    weights = 2.0 * (w_qkv.numel() + w_o.numel() + w_gu.numel() + w_d.numel())
+    return layer, weights, 2.0 * cache_k.numel() * 2
+
+
+def bench_layer(cases, emit, tick) -> None:
+    torch = _torch()
+    for case in cases:
+        fn, weights, kv = _layer_fn(case)
+        names, per_call = kernels_launched(fn)
+        est = (weights + kv) / EST_HBM_Bps + 20 * EST_SHORT_S
+        if case["phase"] == "prefill":
+            est += 2.0 * weights / 2 * case["context"] / EST_TENSOR_FLOPS
+        t = graph_time_s(fn, _calls(est, 2, 100))
+        emit({**case, "kernels": names, "kernels_per_call": per_call, "weight_bytes": weights, "kv_bytes": kv,
+              "time_s": t})
+        tick(f"layer {case['model']} {case['phase']} B={case['batch']} T={case['context']}: {t * 1e6:,.1f} us, "
+             f"{per_call:g} kernels")
+        del fn
+        torch.cuda.empty_cache()
 
 
 def bench_pcie(cases, emit, tick) -> None:
@@ -482,9 +635,10 @@ def bench_power(cases, emit, tick) -> None:
         tick(f"power {case['state']}: {rec['watts']:.0f} W at {rec['sm_mhz']:.0f} MHz")
 
 
-BENCHES = {"fixed": bench_fixed, "stream": bench_stream, "elementwise": bench_elementwise, "gemm": bench_gemm,
+BENCHES = {"fixed": bench_fixed, "stream": bench_stream, "elementwise": bench_elementwise, "rows": bench_rows,
+           "small": bench_small, "gemm": bench_gemm,
            "decode_attention": bench_decode_attention, "prefill_attention": bench_prefill_attention,
-           "pcie": bench_pcie, "power": bench_power}
+           "pcie": bench_pcie, "power": bench_power, "layer": bench_layer}
 
 
 # ---- the run ------------------------------------------------------------------------------------

@@ -27,11 +27,12 @@ from typing import Any, Iterable, Mapping
 from simulator.calibrate.fit import Calibration, check, fit
 from simulator.errors import InputError
 
-SECONDS_FIELDS = ("graph_kernel_s", "eager_kernel_s")
-RATE_FIELDS = ("cta_Bps", "attention_cta_Bps")
 FIELD_ORDER = ("graph_kernel_s", "eager_kernel_s", "cta_Bps", "hbm_efficiency", "mlp_sharpness", "class_efficiency",
-               "attention_cta_Bps", "tensor_efficiency", "tensor_sustained_efficiency", "flash_attention_efficiency",
+               "class_latency_s", "row_latency_s", "attention_cta_Bps", "attention_cta_latency_s", "split_kv_latency_s",
+               "combine_split_s", "tensor_efficiency", "tensor_sustained_efficiency", "flash_attention_efficiency",
                "power_fraction")
+"""Fields in the order parts/kernels.yaml lists them; a name ending in ``_s`` is written in us, one
+ending in ``_Bps`` in GB/s (the units its parts loader reads)."""
 DIGITS = 4
 """Significant digits written (assumption: CUDA-event timings of graph replays repeat to about 1%,
 so rounding to 4 digits stays far below the measurement's own spread)."""
@@ -42,12 +43,12 @@ def _num(value: float) -> str:
 
 
 def _value(key: str, value: Any) -> str:
-    if key in SECONDS_FIELDS:
-        return f"{_num(value * 1e6)} us"
-    if key in RATE_FIELDS:
-        return f"{_num(value / 1e9)} GB/s"
     if isinstance(value, dict):
-        return "{" + ", ".join(f"{k}: {_num(v)}" for k, v in value.items()) + "}"
+        return "{" + ", ".join(f"{k}: {_value(key, v)}" for k, v in value.items()) + "}"
+    if key.endswith("_s"):
+        return f"{_num(value * 1e9)} ns" if 0 < value < 1e-7 else f"{_num(value * 1e6)} us"
+    if key.endswith("_Bps"):
+        return f"{_num(value / 1e9)} GB/s"
     return _num(value)
 
 

@@ -115,6 +115,8 @@ def run_fit(doc: dict[str, Any], source: str, raw: str | None) -> tuple[Calibrat
 def _time(seconds: float) -> str:
     if seconds >= 1e-3:
         return f"{seconds * 1e3:,.3f} ms"
+    if 0 < seconds < 1e-7:
+        return f"{seconds * 1e9:,.3f} ns"
     return f"{seconds * 1e6:,.2f} us"
 
 
@@ -141,7 +143,7 @@ def print_report(cal: Calibration, console: Console) -> None:
     for key, value in cal.values.items():
         if isinstance(value, dict):
             for sub, v in value.items():
-                values.add_row(f"{key}.{sub}", f"{v:.3f}")
+                values.add_row(f"{key}.{sub}", _time(v) if key.endswith("_s") else f"{v:.3f}")
         elif key.endswith("_s"):
             values.add_row(key, _time(value))
         elif key.endswith("_Bps"):

@@ -27,6 +27,7 @@ serving run asks the same shapes millions of times.
 from __future__ import annotations
 
 import functools
+import heapq
 import math
 from dataclasses import dataclass
 from pathlib import Path
@@ -55,6 +56,14 @@ LaunchMode = Literal["graph", "eager"]
 LAUNCH_MODES = ("graph", "eager")
 CALIBRATION_SECTIONS = ("calibration", "kernels")
 """Top-level sections a calibration file may hold (``calibration``: who measured what, where)."""
+SKINNY_TILE_N = 64
+"""Output columns per CTA of cuBLAS's skinny GEMMs (fewer rows than a tile), while 64-column tiles
+number at most two per SM: the H200 run's kernel names at M = 1-64 (nvjet_sm90_tst_64x8,
+64x32, 64x64; 128x8 for N = 28,672)."""
+SPLIT_K_FILL = 0.85
+"""A GEMM splits K when its tiles fill at most this fraction of the SMs (assumption, from the H200
+run's kernel names: split-K at 20 and 112 tiles of 64 columns on 132 SMs, none at 128; the 85% is
+FlashAttention-2's wave-efficiency bar for the same decision)."""
 SPLIT_K_MIN = 256
 """Shortest K slice of a split-K GEMM CTA (assumption: below a few 64-deep k-blocks per CTA the
 fp32 partial sums cost more than the parallelism brings)."""
@@ -63,7 +72,16 @@ FLASH_MAX_SPLITS = 128
 FLASH_SPLIT_BLOCK_M = 64
 """FlashAttention-2 set_params_splitkv: 'kBlockM = 64 only for the splitKV kernels'."""
 FLASH_FWD_BLOCK_M = 128
-"""FlashAttention-2 forward, head dim 128: 128 query rows per CTA (Flash_fwd_kernel_traits<128, 128, ...>)."""
+"""FlashAttention-2 forward, head dim 128: 128 query rows per CTA (flash_fwd_launch_template.h
+run_mha_fwd_hdim128: Flash_fwd_kernel_traits<128, 128, 64, 4, ...>; the kernel name the H200 run
+recorded)."""
+FLASH_FWD_BLOCK_N = 64
+"""FlashAttention-2 forward, head dim 128: 64 key rows per main-loop step (the same traits)."""
+LIST_SCHEDULE_MAX_CTAS = 4096
+"""Above this many CTAs the greedy schedule of a FlashAttention forward kernel is taken in closed
+form (total / SMs + half the longest CTA, the middle of Graham's list-scheduling bound) instead of
+CTA by CTA (assumption: at 30+ waves the two differ by under 2%; the closed form keeps a serving
+run's varied prefill chunks cheap)."""
 
 
 def flash_split_block_n(head_dim: int) -> int:
@@ -113,10 +131,29 @@ class ArchitectureKernels(Part):
     """CTAs of a streaming kernel one SM holds at once (more CTAs run in later waves)."""
     class_efficiency: dict[str, float]
     """Kernel class -> HBM rate at saturation as a fraction of the peak."""
+    class_latency_s: dict[str, Seconds] = Field(default_factory=dict)
+    """Kernel class -> the shortest time a kernel of the class takes beyond its fixed cost (s), however
+    few bytes it moves: its dependent memory round trips (one for a streaming kernel; a reduction's
+    passes, block-wide and cross-CTA combines). A kernel lasts the longer of this and its bytes' time
+    (each CTA's first loads take a round trip; Little's law covers the rest). Not listed: none."""
+    row_latency_s: dict[str, Seconds] = Field(default_factory=dict)
+    """Row-kernel class (norm, softmax, reduction) -> latency per element of a row (s): one CTA walks
+    its row in a serial loop of dependent steps (two passes for a norm: sum of squares, then scale),
+    so a decode step's one-row norm lasts in proportion to the hidden size."""
     attention_cta_Bps: BytesPerSecond = Field(gt=0)
     """KV rate one FlashAttention split-KV CTA draws on its own."""
     attention_ctas_per_sm: int = Field(gt=0)
     """FlashAttention CTAs one SM holds at once (the library's heuristic counts SMs x this)."""
+    attention_cta_latency_s: Seconds = Field(ge=0)
+    """A FlashAttention forward CTA's prologue and epilogue (s): its Q tile in from HBM before the
+    first MMA, its O tile out after the last; on the SM's critical path once per CTA."""
+    split_kv_latency_s: Seconds = Field(ge=0)
+    """Critical path of a split-KV decode call beyond its kernels' fixed costs (s): one CTA's
+    dependent round trips (Q and the first K/V tile in, the partial output and LSE out) and the
+    combine kernel's LSE pass; not hidden when each CTA reads only a few KV blocks."""
+    combine_split_s: Seconds = Field(ge=0)
+    """Time per split of the combine kernel's serial loop over the splits' partial outputs (s):
+    FlashAttention-2 combine_attn_seqk_parallel reads split after split, one L2 round trip each."""
     tensor_efficiency: float = Field(gt=0, le=1)
     """Dense GEMM rate on whole waves of tiles, as a fraction of the dense peak."""
     tensor_sustained_efficiency: float = Field(gt=0, le=1)
@@ -134,6 +171,17 @@ class ArchitectureKernels(Part):
     @classmethod
     def _classes(cls, value: dict[str, float]) -> dict[str, float]:
         return _fractions(value, KERNEL_CLASSES, "kernel class")
+
+    @field_validator("class_latency_s", "row_latency_s")
+    @classmethod
+    def _latencies(cls, value: dict[str, float]) -> dict[str, float]:
+        unknown = sorted(set(value) - set(KERNEL_CLASSES))
+        if unknown:
+            raise ValueError(f"unknown kernel class {unknown[0]!r}; choose {', '.join(KERNEL_CLASSES)}")
+        bad = [k for k, v in value.items() if v < 0]
+        if bad:
+            raise ValueError(f"{bad[0]}: a latency cannot be negative")
+        return value
 
     @field_validator("power_fraction")
     @classmethod
@@ -319,38 +367,46 @@ class GpuKernels:
 
     @functools.lru_cache(maxsize=65536)
     def memory(self, name: str, nbytes: float, ctas: int, kind: str = "elementwise", kernels: int = 1,
-               flops: float = 0.0, group: str = "other", state: str = "copy") -> KernelCost:
-        """A memory-bound kernel moving ``nbytes`` (read + written) with ``ctas`` CTAs."""
+               flops: float = 0.0, group: str = "other", state: str = "copy", row: int = 0) -> KernelCost:
+        """A memory-bound kernel moving ``nbytes`` (read + written) with ``ctas`` CTAs: its fixed
+        cost plus the longer of its bytes' time and its latency (``class_latency_s``, and for a row
+        kernel ``row`` elements x ``row_latency_s``)."""
+        a = self.arch
         fixed = kernels * self.kernel_s
         work = nbytes / self.hbm_Bps(ctas, kind) if nbytes else 0.0
-        bound = "fixed cost" if fixed >= work else self._memory_bound(ctas, kind)
-        return KernelCost(name, fixed + work, kernels, bound, fixed, flops, nbytes, ctas,
-                          min(1.0, ctas / self.spec.sms), state, group, kind)
+        latency = a.class_latency_s.get(kind, 0.0) + row * a.row_latency_s.get(kind, 0.0)
+        bound = "fixed cost" if fixed + latency >= work else self._memory_bound(ctas, kind)
+        return KernelCost(name, fixed + kernels * max(latency, work / kernels), kernels, bound, fixed, flops,
+                          nbytes, ctas, min(1.0, ctas / self.spec.sms), state, group, kind)
 
     def elementwise(self, name: str, nbytes: float, kind: str = "elementwise", group: str = "other",
-                    rows: int | None = None) -> KernelCost:
+                    rows: int | None = None, row: int = 0) -> KernelCost:
         """A PyTorch-style elementwise kernel (one CTA per 512 elements of 2 bytes: 128 threads x 4,
         assumption from ATen's vectorized elementwise loop) or a row kernel (norm, softmax: one CTA
-        per row, ``rows``)."""
+        per row, ``rows`` rows of ``row`` elements)."""
         ctas = rows if rows is not None else max(1, math.ceil(nbytes / 1024))
-        return self.memory(name, float(nbytes), int(ctas), kind, group=group)
+        return self.memory(name, float(nbytes), int(ctas), kind, group=group, row=int(row))
 
     # ---- tensor cores ---------------------------------------------------------------------------
     @functools.lru_cache(maxsize=65536)
     def gemm(self, name: str, m: int, n: int, k: int, dtype: str = "bf16", group: str = "gemm") -> KernelCost:
         """``[m, k] x [k, n]`` with 2-byte (or FP8 1-byte) operands.
 
-        Tiles of ``gemm_tile_m x gemm_tile_n`` outputs, one CTA each; a skinny GEMM (fewer rows than
-        a tile, as at decode) with fewer tiles than SMs splits K over up to SMs / tiles CTAs per
-        tile, each a slice of at least ``SPLIT_K_MIN`` (assumption: cuBLAS's split-K for skinny
-        GEMMs, whose partial sums add in fp32 through HBM; the datasheet's 1024^3 at half a wave
-        shows no split for square shapes). Tensor time: ceil(CTAs / SMs) waves, each one CTA's FLOPs at the per-SM
-        rate, never faster than the power-capped sustained rate. Memory time: operands, output and
-        partial sums through HBM at the rate the CTAs draw. The longer wins."""
+        Tiles of ``gemm_tile_m x gemm_tile_n`` outputs (``SKINNY_TILE_N`` columns for a skinny GEMM),
+        one CTA each; a GEMM whose tiles fill at most ``SPLIT_K_FILL`` of the SMs (skinny at decode,
+        or small) splits K over SMs / tiles CTAs per tile (at least two, as cuBLAS splits 112 tiles
+        on 132 SMs), each a slice of at least ``SPLIT_K_MIN``, and a second kernel adds the fp32 partial sums (cuBLAS's
+        ``splitKreduce_kernel``, in the H200 run's profiles: a fixed cost and one round trip). The
+        partial sums stay in L2: with tiles x splits <= SMs they are at most 4 B x 128 x 128 x SMs
+        (8.7 MB on 132 SMs), under every GPU's L2. Tensor time: ceil(CTAs / SMs) waves, each one CTA's FLOPs
+        at the per-SM rate, never faster than the power-capped sustained rate. Memory time:
+        operands and output through HBM at the rate the CTAs draw. The longer wins."""
         a, s = self.arch, 1 if dtype == "fp8" else 2
         tm, tn, sms = a.gemm_tile_m, a.gemm_tile_n, self.spec.sms
+        if m < tm and math.ceil(n / SKINNY_TILE_N) <= 2 * sms:
+            tn = SKINNY_TILE_N
         tiles = math.ceil(m / tm) * math.ceil(n / tn)
-        split = max(1, min(sms // tiles, k // SPLIT_K_MIN)) if tiles < sms and m < tm else 1
+        split = max(2, min(sms // tiles, k // SPLIT_K_MIN)) if tiles <= SPLIT_K_FILL * sms and k >= 2 * SPLIT_K_MIN else 1
         ctas = tiles * split
         waves = math.ceil(ctas / sms)
         peak = self.peak_flops(dtype)
@@ -358,59 +414,124 @@ class GpuKernels:
         t_tiles = waves * 2.0 * tm * tn * math.ceil(k / split) / (peak * a.tensor_efficiency / sms)
         t_power = flops / (peak * a.tensor_sustained_efficiency)
         t_tensor = max(t_tiles, t_power)
-        partial = 2.0 * 4 * m * n * split if split > 1 else 0.0
-        nbytes = float((m * k + k * n) * s + m * n * 2) + partial
+        nbytes = float((m * k + k * n) * s + m * n * 2)
         t_mem = nbytes / self.hbm_Bps(ctas, "gemm")
-        fixed = self.kernel_s
+        kernels = 2 if split > 1 else 1
+        fixed = kernels * self.kernel_s
+        reduce = a.class_latency_s.get("elementwise", 0.0) if split > 1 else 0.0
         work = max(t_tensor, t_mem)
-        if fixed >= work:
+        if fixed + reduce >= work:
             bound = "fixed cost"
         elif t_tensor >= t_mem:
             bound = "power cap" if t_power >= t_tiles else "tensor cores"
         else:
             bound = self._memory_bound(ctas, "gemm")
-        detail = f"{m}x{n}x{k}, {tiles} tiles" + (f" x {split} K-splits" if split > 1 else "") + f", {waves} wave(s)"
-        return KernelCost(name, fixed + work, 1, bound, fixed, flops, nbytes, ctas, min(1.0, ctas / sms),
-                          "tensor" if t_tensor >= t_mem else "memory", group, detail)
+        detail = (f"{m}x{n}x{k}, {tiles} tiles" + (f" x {split} K-splits + reduce" if split > 1 else "")
+                  + f", {waves} wave(s)")
+        return KernelCost(name, fixed + reduce + work, kernels, bound, fixed, flops, nbytes, ctas,
+                          min(1.0, ctas / sms), "tensor" if t_tensor >= t_mem else "memory", group, detail)
 
     # ---- attention ------------------------------------------------------------------------------
+    def _attention_sm_flops(self, dtype: str) -> float:
+        """FLOP/s one SM's tensor cores give a FlashAttention-2 CTA (its share of
+        ``flash_attention_efficiency`` x the dense peak)."""
+        return self.peak_flops(dtype) * self.arch.flash_attention_efficiency / self.spec.sms
+
+    @functools.lru_cache(maxsize=65536)
+    def _flash_forward_makespan(self, ctas_per_head: tuple[int, ...], repeats: int, dtype: str,
+                                head_dim: int) -> tuple[float, float]:
+        """(makespan, executed FLOPs) of FlashAttention-2's forward kernel whose CTAs, in launch order
+        (``blockIdx.x`` = query block fastest, then batch, then head), are ``repeats`` copies of
+        ``ctas_per_head`` (key blocks of ``FLASH_FWD_BLOCK_N`` each query block reads).
+
+        Each CTA's tile work (``FLASH_FWD_BLOCK_M`` x ``FLASH_FWD_BLOCK_N`` x d x 4 FLOPs per key
+        block, padded rows included) runs on one SM at the SM's share of the FlashAttention rate,
+        after its ``attention_cta_latency_s``;
+        the block scheduler hands the next CTA to the first SM that frees (greedy list scheduling).
+        So a causal kernel with fewer CTAs than SMs lasts as long as its longest CTA, and one with a
+        few waves pays for the uneven ones at its end."""
+        unit = FLASH_FWD_BLOCK_M * FLASH_FWD_BLOCK_N * head_dim * 4.0
+        rate = self._attention_sm_flops(dtype)
+        flops = sum(ctas_per_head) * repeats * unit
+        work = [self.arch.attention_cta_latency_s + b * unit / rate for b in ctas_per_head]
+        n, sms = len(work) * repeats, self.spec.sms
+        total = sum(work) * repeats
+        if n == 0 or flops == 0:
+            return 0.0, 0.0
+        if len(set(work)) == 1:
+            return math.ceil(n / sms) * work[0], flops
+        if n > LIST_SCHEDULE_MAX_CTAS:
+            return total / sms + max(work) / 2, flops
+        free = [0.0] * min(sms, n)
+        for _ in range(repeats):
+            for w in work:
+                heapq.heapreplace(free, free[0] + w)
+        return max(free), flops
+
+    def _forward_blocks(self, q_tokens: int, kv_tokens: int, causal: bool) -> tuple[int, ...]:
+        """Key blocks each query block of the forward kernel reads: all of them, or under a causal
+        mask (bottom-right aligned, as FlashAttention-2 aligns it when q < kv) those up to the
+        block's last row."""
+        blocks = []
+        for m in range(math.ceil(q_tokens / FLASH_FWD_BLOCK_M)):
+            last = min(q_tokens, (m + 1) * FLASH_FWD_BLOCK_M)
+            seen = min(kv_tokens, kv_tokens - q_tokens + last) if causal else kv_tokens
+            blocks.append(max(0, math.ceil(seen / FLASH_FWD_BLOCK_N)))
+        return tuple(blocks)
+
     @functools.lru_cache(maxsize=65536)
     def decode_attention(self, batch: int, heads: int, kv_heads: int, context: int, head_dim: int,
                          dtype: str = "bf16", split: bool = True) -> KernelCost:
         """One layer's decode attention (one new query token per sequence) on this GPU.
 
-        FlashAttention-2's KV-cache kernel: with one query token and GQA the query heads of a KV
-        group ride in one CTA (``seqlenq_ngroups_swapped``), so there are batch x kv_heads x
-        ceil(group / 64) CTAs, times the KV splits its heuristic picks (``split``; plain
-        FlashAttention: one). Each CTA reads its share of the KV cache once; the reads are bound by
-        the CTAs in flight (``attention_cta_Bps``) or by HBM. A split run adds a combine kernel that
-        reads every split's fp32 partial output."""
+        ``split`` (vLLM, ``flash_attn_with_kvcache``): FlashAttention-2's split-KV kernel. With one
+        query token and GQA the query heads of a KV group ride in one CTA
+        (``seqlenq_ngroups_swapped``), so there are batch x kv_heads x ceil(group / 64) CTAs, times
+        the KV splits its heuristic picks. Each CTA reads its share of the KV cache: the reads are
+        bound by the CTAs in flight (``attention_cta_Bps``) or by HBM, or by its tensor work on a
+        64-row query tile (padded rows included), and a call pays ``split_kv_latency_s``. A split
+        run adds a combine kernel that loops over the splits (``combine_split_s`` each) reading
+        their fp32 partial outputs.
+
+        Not ``split`` (plain FlashAttention, as PyTorch SDPA runs it when the heuristic gives one
+        split): the forward kernel with its 128-row query tile holding one real row per query head of
+        a KV group, so its tensor work is 128 / group x the useful FLOPs, scheduled over the SMs as
+        ``prefill_attention`` is."""
+        if not split:  # GQA: the group's query heads are the query rows of one KV head (seqlenq_ngroups_swapped)
+            group = max(1, heads // kv_heads)
+            return self.prefill_attention(batch, kv_heads, kv_heads, group, context, head_dim, dtype, causal=False)
         s = 1 if dtype == "fp8" else 2
+        a = self.arch
         group = max(1, heads // kv_heads)
         mblocks = math.ceil(group / FLASH_SPLIT_BLOCK_M)
         bhm = batch * kv_heads * mblocks
-        nblocks = math.ceil(context / flash_split_block_n(head_dim))
-        slots = self.spec.sms * self.arch.attention_ctas_per_sm
-        splits = flash_decoding_splits(bhm, slots, nblocks) if split else 1
+        block_n = flash_split_block_n(head_dim)
+        nblocks = math.ceil(context / block_n)
+        slots = self.spec.sms * a.attention_ctas_per_sm
+        splits = flash_decoding_splits(bhm, slots, nblocks)
         ctas = bhm * splits
         kv = float(batch * context * 2 * kv_heads * head_dim * s)
         io = float(2 * batch * heads * head_dim * s)
         flops = 4.0 * batch * heads * context * head_dim
-        fixed = self.kernel_s
+        per_cta = math.ceil(nblocks / splits) * FLASH_SPLIT_BLOCK_M * block_n * head_dim * 4.0
+        waves = math.ceil(ctas / self.spec.sms)
+        t_flops = waves * per_cta / self._attention_sm_flops(dtype)
         t_mem = (kv + io) / self.hbm_Bps(ctas, "attention")
-        t_flops = flops / (self.peak_flops(dtype) * self.arch.flash_attention_efficiency)
+        fixed = self.kernel_s
         work = max(t_mem, t_flops)
         bound = ("fixed cost" if fixed >= work else "tensor cores" if t_flops > t_mem
                  else self._memory_bound(ctas, "attention"))
-        main = KernelCost("attention", fixed + work, 1, bound, fixed, flops, kv + io, ctas,
+        main = KernelCost("attention", fixed + a.split_kv_latency_s + work, 1, bound, fixed, flops, kv + io, ctas,
                           min(1.0, ctas / self.spec.sms), "memory", "attention",
                           f"{ctas} CTAs ({bhm} x {splits} split{'s' if splits > 1 else ''})")
         if splits == 1:
             return main
         partial = float(splits * batch * heads * (head_dim + 1) * 4 + batch * heads * head_dim * s)
-        combine = self.memory("combine", partial, batch * heads, "reduction", group="attention", state="memory")
-        t = main.time_s + combine.time_s
-        worst = main if main.time_s >= combine.time_s else combine
+        # its latency is the loop over splits (combine_split_s) and split_kv_latency_s, not a torch reduction's
+        combine = self.memory("combine", partial, batch * heads, "elementwise", group="attention", state="memory")
+        t_combine = combine.time_s + splits * a.combine_split_s
+        t = main.time_s + t_combine
+        worst = main if main.time_s >= t_combine else combine
         return KernelCost("attention", t, 2, worst.bound, main.fixed_s + combine.fixed_s, flops,
                           main.bytes + combine.bytes, ctas, main.sm_occupancy, "memory", "attention",
                           main.detail + " + combine")
@@ -418,21 +539,21 @@ class GpuKernels:
     @functools.lru_cache(maxsize=65536)
     def prefill_attention(self, batch: int, heads: int, kv_heads: int, q_tokens: int, kv_tokens: int,
                           head_dim: int, dtype: str = "bf16", causal: bool = True) -> KernelCost:
-        """FlashAttention-2 forward over ``q_tokens`` queries against ``kv_tokens`` keys.
+        """FlashAttention-2's forward kernel over ``q_tokens`` queries against ``kv_tokens`` keys.
 
-        CTAs: batch x heads x ceil(q / 128). FLOPs 4 x q x kv x d per head, halved by a causal mask
-        over a square block (the kernel skips masked blocks); they run at
-        ``flash_attention_efficiency`` of the dense peak on the SMs the CTAs fill, in waves.
-        HBM: Q, K, V and O once."""
+        CTAs: batch x heads x ceil(q / 128), each reading the key blocks its query block sees (a
+        causal mask skips the blocks above the diagonal); their tile work is scheduled over the SMs
+        (``_flash_forward_makespan``). HBM: Q, K, V and O once. Reported FLOPs are the useful ones
+        (4 x d per query row and key it sees, per head)."""
         s = 1 if dtype == "fp8" else 2
-        qblocks = math.ceil(q_tokens / FLASH_FWD_BLOCK_M)
-        ctas = batch * heads * qblocks
-        full = 4.0 * batch * heads * q_tokens * kv_tokens * head_dim
-        flops = full / 2 if causal and q_tokens == kv_tokens else full
+        blocks = self._forward_blocks(q_tokens, kv_tokens, causal)
+        ctas = batch * heads * len(blocks)
+        t_flops, _ = self._flash_forward_makespan(blocks, batch * heads, dtype, head_dim)
+        seen = (q_tokens * (kv_tokens - q_tokens) + q_tokens * (q_tokens + 1) / 2
+                if causal and kv_tokens >= q_tokens else q_tokens * kv_tokens)
+        flops = 4.0 * batch * heads * seen * head_dim
         sms = self.spec.sms
         waves = math.ceil(ctas / sms)
-        fill = ctas / (waves * sms)
-        t_flops = flops / (self.peak_flops(dtype) * self.arch.flash_attention_efficiency * fill)
         nbytes = float(batch * (2 * q_tokens * heads + 2 * kv_tokens * kv_heads) * head_dim * s)
         t_mem = nbytes / self.hbm_Bps(ctas, "attention")
         fixed = self.kernel_s

@@ -127,10 +127,11 @@ def _attention_run(fabric: Fabric, item, launch: str) -> AttentionRun:
     if isinstance(item, DecodeItem):
         gpus = select_gpus(fabric, item.tp)
         return decode_step(fabric, gpus, gpu_kernels(fabric, gpus[0], launch), item.shape(item.tp),
-                           item.flash_decoding)
+                           item.flash_decoding, stack=item.layer_kernels)
     if isinstance(item, PrefillItem):
         gpus = select_gpus(fabric, item.tp)
-        return prefill(fabric, gpus, gpu_kernels(fabric, gpus[0], launch), item.shape(item.tp))
+        return prefill(fabric, gpus, gpu_kernels(fabric, gpus[0], launch), item.shape(item.tp),
+                       stack=item.layer_kernels)
     if isinstance(item, RingAttentionItem):
         gpus = select_gpus(fabric, item.gpus)
         spec = gpu_kernels(fabric, gpus[0], launch).spec
@@ -143,7 +144,7 @@ def _attention_run(fabric: Fabric, item, launch: str) -> AttentionRun:
 _FIGURES = ("bottleneck", "attention_bound", "sm_occupancy", "sm_occupancy_flash_attention",
             "sm_occupancy_flash_decoding", "allreduce_algo", "allreduce_protocol", "link_kinds",
             "overlapped", "blocks_per_layer", "block_bytes", "step_bound", "attention_ctas", "attention_kernel",
-            "kernels_per_layer", "kernels_per_step", "launch", "kernel_sequence", "allreduces_per_step",
+            "kernels_per_layer", "kernels_per_step", "launch", "layer_kernels", "kernel_sequence", "allreduces_per_step",
             "placement", "load_imbalance", "idle_steps_per_layer", "simplifications")
 _PER_LAYER_US = ("attention_per_layer_s", "gemm_per_layer_s", "other_per_layer_s", "layer_compute_s")
 
@@ -248,6 +249,8 @@ def run_scenario(scenario: ScenarioModel, topologies: list[Path],
             degraded = build_fabric(topo, faults, locate_fault=locate_fault, parts=parts)
             degraded.name = f"{degraded.name} (degraded)"
             fabrics.append(degraded)
+            scenario._warnings.extend(w for w in degraded.warnings  # what the faults did (a BER taking links down)
+                                      if w not in fabrics[-2].warnings and w not in scenario._warnings)
         topologies = [t for t in topologies for _ in (0, 1)]
     else:
         fabrics = [build_fabric(topo, parts=parts) for topo in topologies]

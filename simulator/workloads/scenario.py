@@ -38,6 +38,7 @@ from simulator.hardware.faults import FaultSpec
 from simulator.topology.fabric import Fabric
 from simulator.topology.loader import load_yaml
 from simulator.topology.validate import validate_model
+from simulator.workloads.attention.layer import DEFAULT_STACK, LAYER_STACKS
 from simulator.workloads.attention.model import DTYPE_BYTES, ModelShape
 
 
@@ -176,17 +177,25 @@ class _ModelItem(_Item):
                           dtype=m.dtype, ffn_hidden=m.ffn_hidden, vocab=m.vocab)
 
 
+LayerKernels = Literal[tuple(LAYER_STACKS)]  # type: ignore[valid-type]
+
+
 class DecodeItem(_ModelItem):
     """One generated token with tensor parallelism over the first ``tp`` GPUs."""
 
     kind: Literal["decode"]
     tp: int = Field(ge=1)
     flash_decoding: bool = True
+    layer_kernels: LayerKernels = DEFAULT_STACK  # type: ignore[valid-type]
+    """Kernel sequence of a layer: ``pytorch`` (a reference PyTorch layer, what fabricsim is checked
+    against) or ``fused`` (a serving engine's fused kernels, vLLM's)."""
 
 
 class PrefillItem(_ModelItem):
     kind: Literal["prefill"]
     tp: int = Field(ge=1)
+    layer_kernels: LayerKernels = DEFAULT_STACK  # type: ignore[valid-type]
+    """As for decode."""
 
 
 class KvTransferItem(_ModelItem):

@@ -13,14 +13,15 @@ from __future__ import annotations
 
 from simulator.hardware.kernels import GpuKernels
 from simulator.topology.fabric import Fabric
-from simulator.workloads.attention.layer import KERNEL_SEQUENCE, StepCost, step_cost
+from simulator.workloads.attention.layer import DEFAULT_STACK, LAYER_STACKS, StepCost, step_cost
 from simulator.workloads.attention.model import AttentionRun, ModelShape
 from simulator.workloads.collectives import build_collective
 from simulator.workloads.collectives.tuner import predict_s
 from simulator.workloads.compose import transformer_layers
 
 
-def step_figures(gk: GpuKernels, m: ModelShape, step: StepCost, ar_s: float, n_ar: int) -> dict:
+def step_figures(gk: GpuKernels, m: ModelShape, step: StepCost, ar_s: float, n_ar: int,
+                 stack: str = DEFAULT_STACK) -> dict:
     """The figures that explain a decode or prefill step (per layer and per step, one GPU)."""
     groups = step.group_s()
     attn = next(k for k in step.attn.kernels if k.group == "attention")
@@ -36,7 +37,7 @@ def step_figures(gk: GpuKernels, m: ModelShape, step: StepCost, ar_s: float, n_a
         "sm_occupancy": attn.sm_occupancy, "step_bound": step.main_bound(),
         "bound_s": step.bound_s(), "power_state_s": step.state_s(),
         "launch": "CUDA graph" if gk.launch == "graph" else "eager launches",
-        "kernel_sequence": KERNEL_SEQUENCE,
+        "kernel_sequence": LAYER_STACKS[stack], "layer_kernels": stack,
         "allreduce_s": ar_s, "allreduces_per_step": n_ar, "compute_s": compute_s, "communication_s": comm_s,
         "ridge_flop_per_B": gk.peak_flops(m.dtype) / gk.spec.hbm_Bps,
         "kernels": step.rows(),
@@ -44,18 +45,19 @@ def step_figures(gk: GpuKernels, m: ModelShape, step: StepCost, ar_s: float, n_a
 
 
 def decode_step(fabric: Fabric, gpus: list[str], gk: GpuKernels, m: ModelShape,
-                flash_decoding: bool = True, algo: str = "auto", protocol: str = "auto") -> AttentionRun:
-    """One generated token for the batch on ``gpus`` (len == m.tp)."""
+                flash_decoding: bool = True, algo: str = "auto", protocol: str = "auto",
+                stack: str = DEFAULT_STACK) -> AttentionRun:
+    """One generated token for the batch on ``gpus`` (len == m.tp), in kernel sequence ``stack``."""
     if len(gpus) != m.tp:
         raise ValueError(f"decode_step needs tp={m.tp} GPUs, got {len(gpus)}")
-    step = step_cost(gk, m, "decode", flash_decoding)
+    step = step_cost(gk, m, "decode", flash_decoding, stack)
     ar_bytes = m.batch * m.hidden * m.dtype_bytes
     ar = build_collective(fabric, gpus, "all_reduce", ar_bytes, algo, protocol) if m.tp > 1 else None
     ar_s = predict_s(fabric, ar) if ar else 0.0
     dag = transformer_layers(gpus, m.layers, step.attn.time_s, step.mlp.time_s, ar,
                              embed_s=step.embed.time_s, head_s=step.head.time_s)
     n_ar = (2 * m.layers + (1 if m.vocab else 0)) if ar else 0
-    figures = step_figures(gk, m, step, ar_s, n_ar)
+    figures = step_figures(gk, m, step, ar_s, n_ar, stack)
     occupancy = {split: gk.decode_attention(m.batch, m.heads_per_gpu, m.kv_heads_per_gpu, m.context, m.head_dim,
                                             m.dtype, split).sm_occupancy for split in (False, True)}
     figures.update({

@@ -1,13 +1,19 @@
 """The kernels of one tensor-parallel transformer layer on one GPU, each costed by the kernel model.
 
-The kernel sequence is a serving engine's fused one (vLLM's Llama layer, the assumption stated in
-every report): per layer
+Two kernel sequences (``LAYER_STACKS``; the choice is stated in every report):
 
+``fused`` (a serving engine's, vLLM's Llama layer): per layer
 - attention half: fused residual-add + RMSNorm; QKV projection (GEMM); rotary embedding; KV-cache
   write; attention (FlashAttention-2: decode split-KV + combine, or prefill forward); output
   projection (GEMM); then the all-reduce;
 - MLP half: fused residual-add + RMSNorm; gate+up projection (one GEMM, 2 x ffn / tp wide);
   SiLU-and-multiply; down projection (GEMM); then the all-reduce.
+
+``pytorch`` (a reference PyTorch layer, as ``fabricsim calibrate``'s layer bench writes it and as
+Hugging Face's Llama does): RMSNorm; QKV GEMM; rotary embedding as PyTorch evaluates ``z cos +
+rotate_half(z) sin`` (mul, neg, cat, mul, add for Q and again for K); the KV-cache write
+(``index_copy_`` for K and for V) at decode, a transpose copy of the output at prefill; attention; O
+GEMM; residual add; RMSNorm; gate+up GEMM; SiLU; multiply; down GEMM; residual add.
 
 Once per step: the embedding gather (vocabulary split over tp, so an all-reduce follows it, as in
 Megatron's and vLLM's VocabParallelEmbedding), and the final RMSNorm + LM head (vocab / tp columns).
@@ -22,9 +28,18 @@ from dataclasses import dataclass, field
 from simulator.hardware.kernels import BOUNDS, POWER_STATES, GpuKernels, KernelCost
 from simulator.workloads.attention.model import ModelShape
 
-KERNEL_SEQUENCE = ("vLLM-style fused layer: add+RMSNorm, QKV GEMM, rotary, KV-cache write, attention, "
-                   "O GEMM | add+RMSNorm, gate+up GEMM, SiLU*mul, down GEMM; embedding and LM head per step")
-"""The one-line statement of the kernel sequence, carried in every decode/prefill report."""
+LAYER_STACKS = {
+    "fused": "vLLM-style fused layer: add+RMSNorm, QKV GEMM, rotary, KV-cache write, attention, O GEMM | "
+             "add+RMSNorm, gate+up GEMM, SiLU*mul, down GEMM; embedding and LM head per step",
+    "pytorch": "reference PyTorch layer: RMSNorm, QKV GEMM, rotary (5 elementwise kernels each for Q and K), "
+               "KV-cache index_copy x2, attention, O GEMM, add | RMSNorm, gate+up GEMM, SiLU, mul, down GEMM, "
+               "add; embedding and LM head per step"}
+"""Kernel sequence -> its one-line statement, carried in every decode/prefill report."""
+LayerStack = str
+DEFAULT_STACK = "pytorch"
+"""The default kernel sequence: the one fabricsim's layers are checked against (``fabricsim
+calibrate``'s layer bench on one H200, ``validate``); ``fused`` models a serving engine's kernels,
+which no measurement here checks."""
 GROUPS = ("attention", "gemm", "other")
 
 
@@ -114,40 +129,80 @@ class StepCost:
         return out
 
 
-def _norm(gk: GpuKernels, name: str, tokens: int, hidden: int, s: int) -> KernelCost:
-    """Fused residual add + RMSNorm: reads x and the residual, writes both; one CTA per token row."""
-    return gk.elementwise(name, 4.0 * tokens * hidden * s, "norm", rows=tokens)
+def _norm(gk: GpuKernels, name: str, tokens: int, hidden: int, s: int, fused_add: bool = True) -> KernelCost:
+    """RMSNorm over ``tokens`` rows of ``hidden``, one CTA per row: reads x (and with ``fused_add`` the
+    residual, writing both) and writes the normalized row."""
+    touches = 4.0 if fused_add else 2.0
+    return gk.elementwise(name, touches * tokens * hidden * s, "norm", rows=tokens, row=hidden)
+
+
+def _rotary_pytorch(gk: GpuKernels, name: str, n_bytes: float) -> list[KernelCost]:
+    """``z * cos + cat(-z2, z1) * sin`` as PyTorch runs it on a tensor of ``n_bytes``: mul, neg (of
+    one half), cat, mul, add (bytes read + written each)."""
+    return [gk.elementwise(f"{name}_mul_cos", 2 * n_bytes, "elementwise"),
+            gk.elementwise(f"{name}_neg", n_bytes, "elementwise"),
+            gk.elementwise(f"{name}_cat", 2 * n_bytes, "copy"),
+            gk.elementwise(f"{name}_mul_sin", 2 * n_bytes, "elementwise"),
+            gk.elementwise(f"{name}_add", 3 * n_bytes, "elementwise")]
+
+
+def _attention(gk: GpuKernels, m: ModelShape, phase: str, flash_decoding: bool) -> KernelCost:
+    h, hkv, d = m.heads_per_gpu, m.kv_heads_per_gpu, m.head_dim
+    if phase == "decode":
+        return gk.decode_attention(m.batch, h, hkv, m.context, d, m.dtype, flash_decoding)
+    return gk.prefill_attention(m.batch, h, hkv, m.context, m.context, d, m.dtype, causal=True)
 
 
 @functools.lru_cache(maxsize=65536)
-def step_cost(gk: GpuKernels, m: ModelShape, phase: str, flash_decoding: bool = True) -> StepCost:
+def step_cost(gk: GpuKernels, m: ModelShape, phase: str, flash_decoding: bool = True,
+              stack: LayerStack = DEFAULT_STACK) -> StepCost:
     """Cached (a serving run asks the same steps again and again; treat the result as read-only).
     The kernels of one decode step (``phase='decode'``: one new token per sequence against
-    ``m.context`` cached ones) or one prefill (``'prefill'``: ``m.context`` prompt tokens, causal)."""
+    ``m.context`` cached ones) or one prefill (``'prefill'``: ``m.context`` prompt tokens, causal),
+    in the kernel sequence ``stack`` (``LAYER_STACKS``)."""
+    if stack not in LAYER_STACKS:
+        raise ValueError(f"unknown layer kernel sequence {stack!r}; choose {', '.join(LAYER_STACKS)}")
     s, tp, d = m.dtype_bytes, m.tp, m.head_dim
     h, hkv = m.heads_per_gpu, m.kv_heads_per_gpu
     tokens = m.batch if phase == "decode" else m.batch * m.context
     qkv_n = (h + 2 * hkv) * d
-    attn = PhaseCost().add(
-        _norm(gk, "add+rmsnorm", tokens, m.hidden, s),
-        gk.gemm("qkv_proj", tokens, qkv_n, m.hidden, m.dtype),
-        gk.elementwise("rotary", 2.0 * tokens * (h + hkv) * d * s, "elementwise"),
-        gk.elementwise("kv_cache_write", 2.0 * tokens * 2 * hkv * d * s, "copy"))
-    if phase == "decode":
-        attn.add(gk.decode_attention(m.batch, h, hkv, m.context, d, m.dtype, flash_decoding))
+    ffn = max(1, m.ffn_hidden // tp) if m.ffn_hidden else 0
+    attn, mlp = PhaseCost(), PhaseCost()
+    if stack == "fused":
+        attn.add(_norm(gk, "add+rmsnorm", tokens, m.hidden, s),
+                 gk.gemm("qkv_proj", tokens, qkv_n, m.hidden, m.dtype),
+                 gk.elementwise("rotary", 2.0 * tokens * (h + hkv) * d * s, "elementwise"),
+                 gk.elementwise("kv_cache_write", 2.0 * tokens * 2 * hkv * d * s, "copy"),
+                 _attention(gk, m, phase, flash_decoding),
+                 gk.gemm("o_proj", tokens, m.hidden, h * d, m.dtype))
+        mlp.add(_norm(gk, "add+rmsnorm", tokens, m.hidden, s))
+        if ffn:
+            mlp.add(gk.gemm("gate_up_proj", tokens, 2 * ffn, m.hidden, m.dtype),
+                    gk.elementwise("silu_and_mul", 3.0 * tokens * ffn * s, "activation"),
+                    gk.gemm("down_proj", tokens, m.hidden, ffn, m.dtype))
     else:
-        attn.add(gk.prefill_attention(m.batch, h, hkv, m.context, m.context, d, m.dtype, causal=True))
-    attn.add(gk.gemm("o_proj", tokens, m.hidden, h * d, m.dtype))
-    mlp = PhaseCost().add(_norm(gk, "add+rmsnorm", tokens, m.hidden, s))
-    if m.ffn_hidden:
-        ffn = max(1, m.ffn_hidden // tp)
-        mlp.add(gk.gemm("gate_up_proj", tokens, 2 * ffn, m.hidden, m.dtype),
-                gk.elementwise("silu_and_mul", 3.0 * tokens * ffn * s, "activation"),
-                gk.gemm("down_proj", tokens, m.hidden, ffn, m.dtype))
+        attn.add(_norm(gk, "rmsnorm", tokens, m.hidden, s, fused_add=False),
+                 gk.gemm("qkv_proj", tokens, qkv_n, m.hidden, m.dtype),
+                 *_rotary_pytorch(gk, "rotary_q", float(tokens * h * d * s)),
+                 *_rotary_pytorch(gk, "rotary_k", float(tokens * hkv * d * s)))
+        if phase == "decode":
+            attn.add(*(gk.elementwise(f"{x}_cache_index_copy", 2.0 * tokens * hkv * d * s, "copy") for x in "kv"))
+        attn.add(_attention(gk, m, phase, flash_decoding))
+        if phase != "decode":
+            attn.add(gk.elementwise("attn_out_transpose", 2.0 * tokens * h * d * s, "copy"))
+        attn.add(gk.gemm("o_proj", tokens, m.hidden, h * d, m.dtype),
+                 gk.elementwise("residual_add", 3.0 * tokens * m.hidden * s, "elementwise"))
+        mlp.add(_norm(gk, "rmsnorm", tokens, m.hidden, s, fused_add=False))
+        if ffn:
+            mlp.add(gk.gemm("gate_up_proj", tokens, 2 * ffn, m.hidden, m.dtype),
+                    gk.elementwise("silu", 2.0 * tokens * ffn * s, "activation"),
+                    gk.elementwise("mul", 3.0 * tokens * ffn * s, "elementwise"),
+                    gk.gemm("down_proj", tokens, m.hidden, ffn, m.dtype))
+        mlp.add(gk.elementwise("residual_add", 3.0 * tokens * m.hidden * s, "elementwise"))
     embed, head = PhaseCost(), PhaseCost()
     if m.vocab:
         embed.add(gk.elementwise("embedding", 2.0 * tokens * m.hidden * s, "copy"))
         # the LM head runs on the last token of each sequence only (logits of the next token)
-        head.add(_norm(gk, "final_rmsnorm", m.batch, m.hidden, s),
+        head.add(_norm(gk, "final_rmsnorm", m.batch, m.hidden, s, fused_add=stack == "fused"),
                  gk.gemm("lm_head", m.batch, max(1, m.vocab // tp), m.hidden, m.dtype))
     return StepCost(m.layers, attn, mlp, embed, head, gk.launch)

@@ -12,7 +12,7 @@ from __future__ import annotations
 from simulator.hardware.kernels import GpuKernels
 from simulator.topology.fabric import Fabric
 from simulator.workloads.attention.decode import step_figures
-from simulator.workloads.attention.layer import step_cost
+from simulator.workloads.attention.layer import DEFAULT_STACK, step_cost
 from simulator.workloads.attention.model import AttentionRun, ModelShape
 from simulator.workloads.collectives import build_collective
 from simulator.workloads.collectives.tuner import predict_s
@@ -20,16 +20,17 @@ from simulator.workloads.compose import transformer_layers
 
 
 def prefill(fabric: Fabric, gpus: list[str], gk: GpuKernels, m: ModelShape,
-            algo: str = "auto", protocol: str = "auto") -> AttentionRun:
-    """Prefill of ``m.context`` prompt tokens for ``m.batch`` sequences on ``gpus`` (len == tp)."""
-    step = step_cost(gk, m, "prefill")
+            algo: str = "auto", protocol: str = "auto", stack: str = DEFAULT_STACK) -> AttentionRun:
+    """Prefill of ``m.context`` prompt tokens for ``m.batch`` sequences on ``gpus`` (len == tp), in
+    kernel sequence ``stack``."""
+    step = step_cost(gk, m, "prefill", True, stack)
     ar_bytes = m.batch * m.context * m.hidden * m.dtype_bytes
     ar = build_collective(fabric, gpus, "all_reduce", ar_bytes, algo, protocol) if len(gpus) > 1 else None
     ar_s = predict_s(fabric, ar) if ar else 0.0
     dag = transformer_layers(gpus, m.layers, step.attn.time_s, step.mlp.time_s, ar,
                              embed_s=step.embed.time_s, head_s=step.head.time_s)
     n_ar = (2 * m.layers + (1 if m.vocab else 0)) if ar else 0
-    figures = step_figures(gk, m, step, ar_s, n_ar)
+    figures = step_figures(gk, m, step, ar_s, n_ar, stack)
     figures.update({"allreduce_bytes": ar_bytes, "latency_s": figures["compute_s"] + figures["communication_s"],
                     "time_to_first_token_s": figures["compute_s"] + figures["communication_s"],
                     "bottleneck": "communication" if figures["communication_s"] > figures["compute_s"]
