@@ -81,6 +81,10 @@ def register(app: typer.Typer) -> None:
         plan = output_plan([*topology_files(topology_path(topology)), *fault_files(fault)], json=json_path,
                            plot=plot, heatmap=heatmap, trace=trace, credit_plot=credit_plot)
         inputs = plan.inputs
+        healthy = load_fabric(topology, healthy=True) if fabric.faults else fabric
+        for line in fabric.warnings:  # what the faults did beyond the table (a BER that takes links down)
+            if line not in healthy.warnings:
+                typer.echo(f"fabricsim: warning: {line}", err=True)
         n = gpus or len(fabric.gpus)
         if root >= n:
             raise InputError(f"root rank {root} does not exist: the run has ranks 0..{n - 1}", field="root")
@@ -156,7 +160,7 @@ def register(app: typer.Typer) -> None:
                 from simulator.reports.fault_compare import fault_table
                 from simulator.runner.degraded import healthy_vs_degraded
 
-                compared = healthy_vs_degraded(load_fabric(topology, healthy=True), fabric, spec, rows)
+                compared = healthy_vs_degraded(healthy, fabric, spec, rows)
                 out.print(fit(fault_table(fabric, compared), out.width, optional=("how healthy", "how degraded")))
 
 

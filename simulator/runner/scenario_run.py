@@ -38,7 +38,7 @@ from simulator.topology.routing import equal_cost_routes
 from simulator.units import GB
 from simulator.workloads.attention import decode_step, kv_transfer, prefill, ring_attention
 from simulator.hardware.kernels import GpuKernels, kernel_model
-from simulator.workloads.attention.model import AttentionRun, GpuRoofline
+from simulator.workloads.attention.model import AttentionRun
 from simulator.workloads.scenario import (ChakraItem, CollectiveItem, CopyItem, DecodeItem, PrefillItem,
                                           RingAttentionItem, ScenarioModel, check_on_fabrics)
 
@@ -134,8 +134,7 @@ def _attention_run(fabric: Fabric, item, launch: str) -> AttentionRun:
                        stack=item.layer_kernels)
     if isinstance(item, RingAttentionItem):
         gpus = select_gpus(fabric, item.gpus)
-        spec = gpu_kernels(fabric, gpus[0], launch).spec
-        return ring_attention(fabric, gpus, GpuRoofline.of(spec, fabric.nodes[gpus[0]].part), item.shape(1),
+        return ring_attention(fabric, gpus, gpu_kernels(fabric, gpus[0], launch), item.shape(1),
                               item.layers, item.placement)
     src, dst = pick_peer(fabric, item.src, item.dst)
     return kv_transfer(fabric, src, dst, item.shape(1), item.block_tokens)

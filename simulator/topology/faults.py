@@ -6,7 +6,9 @@ NVLS groups are planned on what is left, with no memory of the healthy fabric. A
 down or behind a failed retimer loses both directions; a failed switch loses every link it has;
 a link at reduced width keeps its latency and credits and moves ``lanes / full lanes`` of its
 rate; a link with a bit error rate moves its payload rate times the go-back-N retry efficiency
-(``hardware.retry``). Faults are applied in file order, bit error rates last (so they see the
+(``hardware.retry``), or, at a BER where a packet fails every transmission the link layer allows
+more often than not, is down (a warning at the fault's FILE:LINE or ``--fault`` flag says so, and
+the fault's line says how many links). Faults are applied in file order, bit error rates last (so they see the
 width a link trained at). A fault that matches nothing is an input error. A failed device's
 static power is still counted (assumption: a failed chip stays powered until serviced).
 
@@ -26,7 +28,7 @@ import numpy as np
 
 from simulator.errors import InputError
 from simulator.hardware.faults import FaultSpec
-from simulator.hardware.retry import retry_parts, retry_point
+from simulator.hardware.retry import link_down, retry_parts, retry_point, unusable_ber
 from simulator.topology.fabric import Channel, Fabric
 from simulator.units import format_seconds
 
@@ -59,11 +61,19 @@ def apply_faults(fabric: Fabric, faults: Sequence[FaultSpec], error_at: ErrorAt)
             alive = {k: c for k, c in alive.items() if c.src not in removed and c.dst not in removed}
         elif fault.kind != "ber":
             _link_fault(fault, i, _links(alive, fault, i, error_at, fabric), alive, error_at)
+    notes: dict[int, str] = {}
+    """Fault index -> what its bit error rate did beyond slowing links (links taken down)."""
+    ber_warnings: list[str] = []
     for i, fault in enumerate(faults):
         if fault.kind == "ber" and fault.at is None:
-            for chans in _links(alive, fault, i, error_at, fabric).values():
-                for c in chans:
-                    alive[c.id] = _with_ber(c, fault.ber or 0.0)
+            down, slowest = _apply_ber(alive, _links(alive, fault, i, error_at, fabric), fault.ber or 0.0)
+            if down:
+                n = sum(down.values())
+                notes[i] = f"{n} link{'s' if n > 1 else ''} down"
+                ber_warnings.append(str(error_at(i, "ber", _down_message(down))))
+            if slowest is not None and slowest < SLOW_WARNING:
+                ber_warnings.append(str(error_at(i, "ber", "retries at this bit error rate leave the links it hits "
+                                                           f"{slowest:.2%} of their payload rate or less")))
     nodes = [n for n in fabric.nodes.values() if n.name not in removed]
     kept = sorted(alive.values(), key=lambda c: c.id)
     channels = [dataclasses.replace(c, id=k) for k, c in enumerate(kept)]
@@ -71,7 +81,9 @@ def apply_faults(fabric: Fabric, faults: Sequence[FaultSpec], error_at: ErrorAt)
     out.gpu_specs, out.kernel_files = fabric.gpu_specs, fabric.kernel_files
     out.warnings.extend(fabric.warnings)
     out.faults.extend(fabric.faults)
-    out.faults.extend(f.describe() for f in faults if f.at is None)
+    out.faults.extend(f.describe() + (f" ({notes[i]})" if i in notes else "")
+                      for i, f in enumerate(faults) if f.at is None)
+    out.warnings.extend(ber_warnings)
     out.warnings.extend(_split_warning(out))
     return out
 
@@ -168,6 +180,43 @@ def _link_fault(fault: FaultSpec, i: int, links: dict[int, list[Channel]], alive
                 scale = lanes / c.lanes
                 alive[c.id] = dataclasses.replace(c, lanes=lanes, line_rate_Bps=c.line_rate_Bps * scale,
                                                   rate_Bps=c.rate_Bps * scale)
+
+
+SLOW_WARNING = 0.1
+"""A ``ber`` fault that leaves a link less than this fraction of its payload rate is reported as a
+warning (it still runs, slowly)."""
+
+
+def _apply_ber(alive: dict[int, Channel], links: dict[int, list[Channel]],
+               ber: float) -> tuple[dict[str, int], float | None]:
+    """Set ``ber`` on ``links``: a link is slowed by the retry efficiency, or removed where the BER
+    takes it down (``hardware.retry.link_down``). Returns the links taken down per interconnect
+    kind, and the lowest efficiency of those left (None: none left)."""
+    down: dict[str, int] = {}
+    slowest = None
+    for chans in links.values():
+        if link_down(ber, retry_parts()[chans[0].fabric]):
+            down[chans[0].fabric] = down.get(chans[0].fabric, 0) + 1
+            for c in chans:
+                del alive[c.id]
+            continue
+        for c in chans:
+            slowed = _with_ber(c, ber)
+            alive[c.id] = slowed
+            slowest = min(slowest if slowest is not None else 1.0, slowed.rate_Bps / c.rate_Bps)
+    return down, slowest
+
+
+def _down_message(down: dict[str, int]) -> str:
+    """Why a ``ber`` fault took links down: per interconnect kind, the BER at which its packets fail
+    every transmission the link layer allows more often than not."""
+    why = []
+    for kind, count in down.items():
+        part = retry_parts()[kind]
+        why.append(f"{count} {kind} link{'s' if count > 1 else ''}: at or above ber={unusable_ber(part.packet_B, part.replay_limit):.2g} "
+                   f"a {part.packet_B:.0f} B packet fails all {part.replay_limit} transmissions more often than not")
+    return (f"this bit error rate takes links down ({'; '.join(why)}), so the link layer retrains instead of "
+            "delivering (hardware/retry.py); they are left out as with link_down")
 
 
 def _with_ber(c: Channel, ber: float) -> Channel:

@@ -16,7 +16,8 @@ from typing import Sequence
 
 import numpy as np
 
-from simulator.hardware.retry import retry_parts, retry_point
+from simulator.errors import InputError
+from simulator.hardware.retry import RetryPart, link_down, retry_parts, retry_point, unusable_ber
 from simulator.workloads.labs.catalog_link import catalog_link
 
 DEFAULT_BERS = (1e-12, 1e-9, 1e-7, 1e-6, 3e-6, 1e-5)
@@ -53,12 +54,23 @@ def simulate_go_back_n(p: float, round_trip: int, window: int, packets: int,
     return delivered / t if t else 1.0
 
 
+def _usable(generation: str, ber: float) -> RetryPart:
+    """The replay parameters of ``generation``'s links; an InputError (``--bers``) at a BER that takes
+    the link down (``hardware.retry.link_down``), where the go-back-N sender would replay for ever."""
+    kind = "pcie" if generation.startswith("pcie") else "network" if generation.startswith("ib") else "nvlink"
+    part = retry_parts()[kind]
+    if link_down(ber, part):
+        raise InputError(f"{ber:g}: at or above ber={unusable_ber(part.packet_B, part.replay_limit):.2g} a {generation} "
+                         f"link is down (a {part.packet_B:.0f} B packet fails all {part.replay_limit} transmissions "
+                         "more often than not: hardware/retry.py); choose lower bit error rates", field="bers")
+    return part
+
+
 def retry_row(generation: str, ber: float, buffer_B: int, cable_m: float = 1.0, packets: int = DEFAULT_PACKETS,
               seed: int = 0) -> dict:
     """One lab point: closed form and simulation of ``generation`` over ``cable_m`` (GB = 1e9 B)."""
     link = catalog_link(generation, cable_m)
-    fabric_kind = "pcie" if generation.startswith("pcie") else "network" if generation.startswith("ib") else "nvlink"
-    part = retry_parts()[fabric_kind]
+    part = _usable(generation, ber)
     rtt_s = 2 * link.latency_s + part.ack_delay_s
     point = retry_point(ber, packet_B=part.packet_B, replay_buffer_B=buffer_B, round_trip_s=rtt_s,
                         rate_Bps=link.rate_Bps)
@@ -75,7 +87,10 @@ def retry_row(generation: str, ber: float, buffer_B: int, cable_m: float = 1.0, 
 
 def retry_sweep(generation: str = "nvlink5", bers: Sequence[float] = DEFAULT_BERS,
                 buffers: Sequence[int] = DEFAULT_BUFFERS, packets: int = DEFAULT_PACKETS, seed: int = 0) -> list[dict]:
-    """Rows of :func:`retry_row` for every replay buffer x BER; each point has its own seeded generator."""
+    """Rows of :func:`retry_row` for every replay buffer x BER; each point has its own seeded generator.
+    Every BER is checked before the first point runs."""
+    for ber in bers:
+        _usable(generation, ber)
     return [retry_row(generation, ber, buf, packets=packets, seed=seed + k)
             for k, (buf, ber) in enumerate((b, e) for b in buffers for e in bers)]
 
