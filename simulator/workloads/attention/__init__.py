@@ -6,9 +6,9 @@ transfers on the GPU, communication as transfers) plus analytic figures for the 
 
 from simulator.workloads.attention.decode import decode_step
 from simulator.workloads.attention.kv_transfer import kv_transfer
-from simulator.workloads.attention.model import AttentionRun, GpuRoofline, ModelShape
+from simulator.workloads.attention.model import AttentionRun, ModelShape
 from simulator.workloads.attention.prefill import prefill
 from simulator.workloads.attention.ring_attention import ring_attention
 
-__all__ = ["AttentionRun", "GpuRoofline", "ModelShape", "decode_step", "kv_transfer", "prefill",
+__all__ = ["AttentionRun", "ModelShape", "decode_step", "kv_transfer", "prefill",
            "ring_attention"]

@@ -17,20 +17,23 @@ The causal mask decides what a step costs:
 Summed over GPUs and steps either placement computes P^2 / 2 blocks, half of the unmasked P^2:
 the causal mask halves the work; placement decides whether it also halves the time.
 
-A step's compute is one delay from :func:`step_compute_s` (the one function to swap for a kernel
-model); communication is the KV block as a transfer, overlapped with compute when block bytes /
-link rate < step compute.
+A step's compute is one delay from :func:`step_compute_s`: the kernel model's FlashAttention-2
+forward kernel on each (query chunk, key chunk) tile the mask leaves (the diagonal one causal, the
+others full), and from the second step on the merge of the step's partial output into the running
+one (online softmax rescale, an elementwise kernel over O and its log-sum-exp in fp32).
+Communication is the KV block as a transfer, overlapped with compute when block bytes / link rate
+< step compute.
 """
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from typing import Literal
 
 from simulator.topology.fabric import Fabric
 from simulator.topology.routing import equal_cost_routes, route_rate_Bps
-from simulator.workloads.attention.model import PREFILL_Q_BLOCK, AttentionRun, GpuRoofline, ModelShape, roofline
+from simulator.hardware.kernels import GpuKernels
+from simulator.workloads.attention.model import AttentionRun, ModelShape
 from simulator.workloads.collectives.base import DagBuilder, channel_paths, route_lat_s
 
 Placement = Literal["contiguous", "zigzag"]
@@ -38,9 +41,8 @@ PLACEMENTS: tuple[str, ...] = ("contiguous", "zigzag")
 
 SIMPLIFICATIONS = (
     "attention only: the layers' projections, MLP and norms are not simulated (decode/prefill items cost them)",
-    "diagonal tiles cost half a full tile (FlashAttention skips masked tiles; the exact count is c(c+1)/2 pairs)",
-    "one partial-output merge per step (online softmax rescale) is not costed",
-    "a step's kernel is costed by the GPU roofline (FLOPs, K/V read once, Q read and O written once)",
+    "a step's tiles are FlashAttention-2 forward kernels, one per (query chunk, key chunk) tile, costed by the "
+    "kernel model (CTAs over SMs, the diagonal tile causal), and the partial-output merge as an elementwise kernel",
     "each GPU sends its block to the next over the fabric's equal-cost routes; no NCCL channel model",
 )
 """What every ring-attention report says it leaves out (the placement's own line is added)."""
@@ -62,6 +64,9 @@ class StepWork:
     """Query tokens with any unmasked key (the kernel's query rows)."""
     kv_tokens: int
     """Key tokens read (K and V of each)."""
+    tiles: tuple[bool, ...] = ()
+    """One entry per (query chunk, key chunk) tile computed: True for the diagonal (causal) one."""
+    chunk_tokens: int = 0
 
 
 def chunks(placement: str, P: int, gpu: int) -> list[int]:
@@ -79,27 +84,37 @@ def step_work(placement: str, P: int, gpu: int, step: int, chunk_tokens: int) ->
     a later one nothing."""
     q_chunks = chunks(placement, P, gpu)
     kv_chunks = chunks(placement, P, (gpu - step) % P)
-    pairs, q_used, kv_used = 0.0, set(), set()
+    pairs, q_used, kv_used, tiles = 0.0, set(), set(), []
     for qa in q_chunks:
         for kb in kv_chunks:
             if kb <= qa:
                 pairs += chunk_tokens * chunk_tokens * (1.0 if kb < qa else 0.5)
                 q_used.add(qa)
                 kv_used.add(kb)
-    return StepWork(pairs, len(q_used) * chunk_tokens, len(kv_used) * chunk_tokens)
+                tiles.append(kb == qa)
+    return StepWork(pairs, len(q_used) * chunk_tokens, len(kv_used) * chunk_tokens, tuple(tiles), chunk_tokens)
 
 
-def step_compute_s(gpu: GpuRoofline, m: ModelShape, work: StepWork) -> float:
-    """One step's attention kernel on one GPU (s): 4 B h d FLOPs per (query, key) pair, K and V of the
-    keys read once, Q read and O written once, B h ceil(q / 128) CTAs (FlashAttention-2 query tiles);
-    0 when the mask leaves nothing (the GPU idles). The one place a kernel model replaces the roofline."""
-    if work.pairs <= 0:
+MERGE_BYTES_PER_ELEMENT = 4 * 4
+"""Bytes the online-softmax merge moves per output element: the running and the step's fp32 output
+read, the running one written, and the step's rescale (assumption: ring-flash-attn's
+``_update_out_and_lse`` keeps out and lse in fp32 and updates them in place; lse adds 1/d more)."""
+
+
+def step_compute_s(gk: GpuKernels, m: ModelShape, work: StepWork, merge: bool = False) -> float:
+    """One step's attention on one GPU (s): a FlashAttention-2 forward kernel per tile the mask
+    leaves (``work.tiles``: chunk x chunk, the diagonal one causal), and with ``merge`` (every step
+    after the first) the merge of its partial output into the running one; 0 when the mask leaves
+    nothing (the GPU idles)."""
+    if not work.tiles:
         return 0.0
-    h, d, s = m.heads_per_gpu, m.head_dim, m.dtype_bytes
-    flops = 4.0 * m.batch * h * d * work.pairs
-    nbytes = m.batch * (work.kv_tokens * m.kv_bytes_per_token_layer() + 2 * work.q_tokens * h * d * s)
-    ctas = m.batch * h * max(1, math.ceil(work.q_tokens / PREFILL_Q_BLOCK))
-    return roofline(gpu, flops, nbytes, m.dtype, ctas).time_s
+    h, hkv, d, c = m.heads_per_gpu, m.kv_heads_per_gpu, m.head_dim, work.chunk_tokens
+    t = sum(gk.prefill_attention(m.batch, h, hkv, c, c, d, m.dtype, causal=diagonal).time_s
+            for diagonal in work.tiles)
+    if merge:
+        t += gk.elementwise("ring_merge", m.batch * work.q_tokens * h * d * MERGE_BYTES_PER_ELEMENT,
+                            "elementwise").time_s
+    return t
 
 
 def _timeline_s(compute: list[list[float]], comm_s: float, layers: int) -> float:
@@ -115,7 +130,7 @@ def _timeline_s(compute: list[list[float]], comm_s: float, layers: int) -> float
     return max(done)
 
 
-def ring_attention(fabric: Fabric, gpus: list[str], gpu: GpuRoofline, m: ModelShape,
+def ring_attention(fabric: Fabric, gpus: list[str], gk: GpuKernels, m: ModelShape,
                    layers: int | None = None, placement: Placement = "contiguous") -> AttentionRun:
     """Causal ring attention over ``gpus`` (context parallel degree P = len(gpus)), ``layers`` layers
     (default all of the model's), tokens placed ``contiguous`` or ``zigzag``."""
@@ -125,7 +140,7 @@ def ring_attention(fabric: Fabric, gpus: list[str], gpu: GpuRoofline, m: ModelSh
     Tb = chunk_tokens * per_gpu_chunks
     block_bytes = m.batch * Tb * m.kv_bytes_per_token_layer()
     works = [[step_work(placement, P, i, s, chunk_tokens) for s in range(P)] for i in range(P)]
-    compute = [[step_compute_s(gpu, m, w) for w in row] for row in works]
+    compute = [[step_compute_s(gk, m, w, merge=s > 0) for s, w in enumerate(row)] for row in works]
     dag = DagBuilder()
     done = {g: [] for g in gpus}
     recv = {g: [] for g in gpus}
@@ -143,7 +158,7 @@ def ring_attention(fabric: Fabric, gpus: list[str], gpu: GpuRoofline, m: ModelSh
     link_Bps = min(sum(route_rate_Bps(fabric, r) for r in equal_cost_routes(fabric, g, gpus[(i + 1) % P]))
                    for i, g in enumerate(gpus))
     comm_s = block_bytes / link_Bps + route_lat_s(fabric, gpus[0], gpus[1 % P])
-    full = step_compute_s(gpu, m, StepWork(float(Tb * Tb), Tb, Tb))
+    full = step_compute_s(gk, m, StepWork(float(Tb * Tb), Tb, Tb, (False,), Tb))
     per_gpu_layer = [sum(row) for row in compute]
     busiest = max(per_gpu_layer)
     mean = sum(per_gpu_layer) / P
