@@ -267,3 +267,27 @@ def test_the_plan_names_the_path_when_no_flag_is_given(tmp_path):
     assert plan.inputs == (tmp_path / "in.yaml",)
     with pytest.raises(InputError, match="is a folder"):  # a trailing slash names a folder
         check_output(f"{tmp_path}/new/")
+
+
+def test_a_write_that_fails_anyway_is_one_line_and_leaves_no_temp_file(tmp_path, monkeypatch):
+    real = os.fdopen
+
+    class Full:
+        def __init__(self, handle):  # noqa: ANN001
+            self.handle = handle
+
+        def __enter__(self):  # noqa: ANN204
+            return self
+
+        def __exit__(self, *exc):  # noqa: ANN002, ANN204
+            self.handle.close()
+
+        def write(self, data):  # noqa: ANN001, ANN201
+            raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(export.os, "fdopen", lambda fd, mode: Full(real(fd, mode)))
+    out = tmp_path / "r.json"
+    with pytest.raises(InputError) as err:
+        export.write_json(out, {"a": 1})
+    assert str(err.value) == f"{out}: cannot write: no space left on device"
+    assert list(tmp_path.iterdir()) == []

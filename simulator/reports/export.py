@@ -142,22 +142,26 @@ def write_text(path: str | Path, text: str, inputs: Iterable[str | Path] = ()) -
 
 def write_bytes(path: str | Path, data: bytes, inputs: Iterable[str | Path] = ()) -> Path:
     """Write ``data`` to ``path`` atomically (temp file + rename) with mode 0644; refuse to clobber an input.
-    A device or pipe (``/dev/null``) is written in place: renaming over it would replace it."""
+    A device or pipe (``/dev/null``) is written in place: renaming over it would replace it. A write
+    that fails all the same (a full disk) is an InputError naming the file, and leaves no temp file."""
     path = Path(path)
     guard(path, inputs)
-    if path.exists() and not path.is_file():
-        with path.open("wb") as handle:
-            handle.write(data)
-        return path
-    fd, tmp = tempfile.mkstemp(dir=path.parent or ".", prefix=f".{path.name}.", suffix=".tmp")
     try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-        os.chmod(tmp, FILE_MODE)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+        if path.exists() and not path.is_file():
+            with path.open("wb") as handle:
+                handle.write(data)
+            return path
+        fd, tmp = tempfile.mkstemp(dir=path.parent or ".", prefix=f".{path.name}.", suffix=".tmp")
+        try:
+            with os.fdopen(fd, "wb") as handle:
+                handle.write(data)
+            os.chmod(tmp, FILE_MODE)
+            os.replace(tmp, path)
+        except BaseException:
+            Path(tmp).unlink(missing_ok=True)
+            raise
+    except OSError as err:
+        raise InputError(f"cannot write: {(err.strerror or str(err)).lower()}", file=str(path)) from None
     return path
 
 
