@@ -224,7 +224,7 @@ def test_microbench_needs_only_the_standard_library_to_plan():
             "assert not [k for k in sys.modules if k.split('.')[0] in ('pydantic', 'numpy', 'yaml', 'torch', 'triton')]; "
             "print(m.dry_run())")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, check=True).stdout
-    assert out.strip().endswith("225 cases to run, 1 skipped")
+    assert out.strip().endswith("233 cases to run, 1 skipped")
     assert "decode_attention   batch=64, heads=32, kv_heads=32, context=32768" in out
 
 

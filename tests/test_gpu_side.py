@@ -280,3 +280,23 @@ def test_nvls_heads_are_capped_at_32_and_only_heads_store_a_shard():
     assert up[head] / up[other] == pytest.approx(1 + 1 / 32, rel=1e-6)
     assert down[head] / down[other] == pytest.approx(1 + 1 / 32, rel=1e-6)
     assert up[f.gpus[31]] == up[head] and up[f.gpus[32]] == up[other]
+
+
+def test_graph_timing_charges_the_nccl_kernel_its_fixed_cost_in_a_graph(h200):
+    """``--timing graph`` (calls captured in one CUDA graph): each call pays the GPU kernel model's
+    per-kernel fixed cost in a graph on top of NCCL's in-kernel latency, as every other kernel does;
+    a decode step's all-reduces pay the same."""
+    from simulator.hardware.catalog import load_catalog
+    from simulator.hardware.kernels import kernel_model
+    from simulator.workloads.attention import ModelShape, decode_step
+
+    gk = kernel_model("h200", load_catalog().device("h200").gpu)
+    rows = {t: sweep(h200, SweepSpec(op="all_reduce", gpus=2, sizes=(8, 64 << 10), engine="flow", timing=t))
+            for t in ("nccl-tests", "graph")}
+    for plain, graph in zip(rows["nccl-tests"], rows["graph"]):
+        assert graph["time_us"] - plain["time_us"] == pytest.approx(gk.kernel_s * 1e6, rel=1e-6)
+    m = ModelShape(layers=2, hidden=8192, heads=64, kv_heads=8, head_dim=128, batch=1, context=4096, tp=2,
+                   ffn_hidden=28672)
+    ar = decode_step(h200, h200.gpus[:2], gk, m).figures["allreduce_s"]
+    alone = build_collective(h200, h200.gpus[:2], "all_reduce", 8192 * 2)
+    assert ar - run_flow(h200, alone).makespan_s == pytest.approx(gk.kernel_s, rel=0.05)

@@ -42,8 +42,52 @@ def test_shipped_validation_file_is_well_formed():
     entries = load_published(ROOT / "validation" / "published.yaml")
     assert len(entries) >= 8
     assert all(e.source for e in entries)
-    systems = {Path(e.topology).stem for e in entries}
+    systems = {Path(e.topology).stem for e in entries if e.kind == "collective"}
     assert {"dgx_a100", "hgx_h100", "hgx_h200", "gb200_nvl72"} <= systems
+    # issue 23: kernel entries (FlashAttention-2 on H100 from the FlashAttention-3 paper, GEMMs on H200) and
+    # whole layers measured on H200
+    kernels = [e for e in entries if e.kind == "kernel"]
+    assert {e.kernel for e in kernels} >= {"prefill_attention", "gemm"} and {e.gpu for e in kernels} >= {"h100", "h200"}
+    assert sum(e.kind == "layer" for e in entries) >= 4
+
+
+def test_kernel_and_layer_entries_predict_with_the_kernel_model(tmp_path):
+    from simulator.hardware.catalog import load_catalog
+    from simulator.hardware.kernels import kernel_model
+    from simulator.runner.validation import predict
+
+    path = tmp_path / "k.yaml"
+    path.write_text("""entries:
+  - name: a gemm
+    kind: kernel
+    gpu: h200
+    kernel: gemm
+    params: {m: 4096, n: 4096, k: 4096}
+    metric: tflops
+    published: 700
+    source: "made up for the test"
+  - name: a layer
+    kind: layer
+    gpu: h200
+    model: {hidden: 4096, heads: 32, kv_heads: 8, head_dim: 128, ffn_hidden: 14336}
+    phase: decode
+    batch: 1
+    context: 4096
+    published: 200
+    source: "made up for the test"
+""")
+    gemm, layer = predict(load_published(path), tmp_path)
+    gk = kernel_model("h200", load_catalog().device("h200").gpu)
+    cost = gk.gemm("gemm", 4096, 4096, 4096)
+    assert gemm["predicted"] == pytest.approx(cost.flops / cost.time_s / 1e12)
+    assert gemm["error_pct"] == pytest.approx(100 * (gemm["predicted"] / 700 - 1))
+    assert layer["op"] == "pytorch layer" and 100 < layer["predicted"] < 400
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(path.read_text().replace("{m: 4096, n: 4096, k: 4096}", "{m: 4096, rows: 4096}"))
+    result = runner.invoke(app, ["validate", "--file", str(bad)])
+    assert result.exit_code == 2
+    assert f"{bad}:6: entries[0].params: ['m', 'rows'] are not the arguments of gemm; give m, n, k, dtype" \
+        in result.stderr
 
 
 @pytest.mark.parametrize("factor,exit_code", [(1.04, 0), (1.5, 1), (0.6, 1)])

@@ -20,7 +20,8 @@ The benches (what ``simulator/calibrate/fit.py`` turns into kernel constants):
 3. ``elementwise``: copy, add, gelu, sum, row_sum, rms_norm, layer_norm, softmax (rows of 8192) on bf16
    tensors of 256 MiB and 1 MiB; bytes = reads + writes.
    ``rows``: RMSNorm and softmax over 1-1,024 rows of 4,096 and 8,192 (decode and chunk sizes);
-   ``small``: copy, add, mul, neg on 16 KiB and 256 KiB tensors (a decode step's activations).
+   ``small``: copy, add, mul, neg on 16 KiB and 256 KiB tensors (a decode step's activations);
+   ``switch``: small kernels on 1 x 8192 back to back in one graph, the same one or several in turn.
 4. ``gemm``: torch.matmul bf16, squares 1024 ... 16384 and transformer shapes M x (N, K).
 5. ``decode_attention``: SDPA (FlashAttention backend, else the default, recorded) with q
    [B, H, 1, 128] and k, v [B, H, T, 128], plus the CUDA kernels launched per call (profiler).
@@ -78,6 +79,11 @@ chunk's token counts and a Llama-3-8B / 70B hidden size (their config.json: 4096
 SMALL_ELEMENTWISE_BYTES = (16 * 1024, 256 * 1024)
 """Tensor sizes of the small-kernel bench: a decode step's activations (batch 1 x 8192 bf16 = 16 KiB)
 and a batch of 16 (256 KiB), for copy, add, mul and neg."""
+SWITCH_CYCLES = (("add",), ("add", "mul", "neg", "copy"), ("add", "mul", "neg", "copy", "silu", "gelu", "sum", "rms_norm"),
+                 ("rms_norm",), ("rms_norm", "add"), ("gemv",), ("gemv", "rms_norm"), ("gemv", "add"))
+"""Kernel cycles of the switch bench on 1 x 8192 bf16 (a decode step's activation): one kernel back to
+back, or several different ones in turn, as a layer runs them (each kernel's time per call); ``gemv``
+streams a 8192 x 7168 weight (117 MB, past L2) between them, as a layer's projections do."""
 SQUARES = (1024, 2048, 4096, 8192, 16384)
 """Square bf16 GEMMs (issue 23)."""
 GEMM_M = (1, 8, 32, 64, 128, 512, 4096)
@@ -173,6 +179,8 @@ def plan() -> list[dict[str, Any]]:
         for op, kind, touches in (("copy", "copy", 2), ("add", "elementwise", 3), ("mul", "elementwise", 3),
                                   ("neg", "elementwise", 2)):
             cases.append(_case("small", op=op, kind=kind, tensor_bytes=size, bytes=touches * size))
+    for cycle in SWITCH_CYCLES:
+        cases.append(_case("switch", cycle=list(cycle), kernels=len(cycle), tensor_bytes=2 * ROW))
     shapes = [(n, n, n) for n in SQUARES] + [(m, n, k) for m in GEMM_M for n, k in GEMM_NK]
     for m, n, k in shapes:
         cases.append(_case("gemm", m=m, n=n, k=k, flops=2.0 * m * n * k, bytes=2.0 * (m * k + k * n + m * n)))
@@ -210,7 +218,7 @@ def plan() -> list[dict[str, Any]]:
     return cases
 
 
-BENCH_ORDER = ("fixed", "stream", "elementwise", "rows", "small", "gemm", "prefill_attention", "pcie", "power",
+BENCH_ORDER = ("fixed", "stream", "elementwise", "rows", "small", "switch", "gemm", "prefill_attention", "pcie", "power",
                "decode_attention", "layer")
 """Run order: decode attention (the profiler's start-up time varies) last, so the time budget falls on it."""
 
@@ -398,6 +406,29 @@ def bench_small(cases, emit, tick) -> None:
         emit({**case, "time_s": t})
         tick(f"{case['op']} {case['tensor_bytes'] // 1024} KiB: {t * 1e6:.2f} us")
         del a, b, out
+
+
+def bench_switch(cases, emit, tick) -> None:
+    """Small kernels back to back in one graph: the same one, or different ones in turn."""
+    torch = _torch()
+    F = torch.nn.functional
+    x = torch.randn(1, ROW, dtype=torch.bfloat16, device="cuda")
+    y, out = torch.randn_like(x), torch.empty_like(x)
+    w = torch.ones(ROW, dtype=torch.bfloat16, device="cuda")
+    big = torch.randn(ROW, 7168, dtype=torch.bfloat16, device="cuda")
+    ops = {"gemv": lambda: torch.matmul(x, big), "add": lambda: torch.add(x, y, out=out), "mul": lambda: torch.mul(x, y, out=out),
+           "neg": lambda: torch.neg(x, out=out), "copy": lambda: out.copy_(x), "silu": lambda: F.silu(x),
+           "gelu": lambda: F.gelu(x), "sum": lambda: x.sum(dim=-1), "rms_norm": lambda: F.rms_norm(x, (ROW,), w)}
+    for case in cases:
+        fns = [ops[o] for o in case["cycle"]]
+
+        def cycle():
+            for f in fns:
+                f()
+
+        t = graph_time_s(cycle, _calls(len(fns) * EST_SHORT_S, 5, 200 // len(fns)))
+        emit({**case, "time_s": t, "time_per_kernel_s": t / len(fns)})
+        tick(f"switch {'+'.join(case['cycle'])}: {t / len(fns) * 1e6:.2f} us per kernel")
 
 
 def bench_gemm(cases, emit, tick) -> None:
@@ -636,7 +667,7 @@ def bench_power(cases, emit, tick) -> None:
 
 
 BENCHES = {"fixed": bench_fixed, "stream": bench_stream, "elementwise": bench_elementwise, "rows": bench_rows,
-           "small": bench_small, "gemm": bench_gemm,
+           "small": bench_small, "switch": bench_switch, "gemm": bench_gemm,
            "decode_attention": bench_decode_attention, "prefill_attention": bench_prefill_attention,
            "pcie": bench_pcie, "power": bench_power, "layer": bench_layer}
 

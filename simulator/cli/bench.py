@@ -37,8 +37,9 @@ def register(app: typer.Typer) -> None:
             min=1, max=64, help="NCCL channels (CTAs) per call, like NCCL_MIN_NCHANNELS=NCCL_MAX_NCHANNELS=N "
                                 "(default: NCCL's choice per size).")] = None,
         timing: Annotated[str, typer.Option(
-            help="nccl-tests (back-to-back calls, the kernel launch hidden, as nccl-tests times them) or single "
-                 "(one call between two CUDA events, as PyTorch users time it: the launch is exposed).")] = "nccl-tests",
+            help="nccl-tests (back-to-back calls, the kernel launch hidden, as nccl-tests times them), single "
+                 "(one call between two CUDA events, as PyTorch users time it: the launch is exposed) or graph "
+                 "(calls captured in one CUDA graph: each pays the kernel's fixed cost in a graph).")] = "nccl-tests",
         engine: EngineOpt = "auto",
         packet_bytes: PacketBytesOpt = None,
         seed: SeedOpt = 0,
@@ -149,7 +150,7 @@ def register(app: typer.Typer) -> None:
 
             units = unit_note(rows)
             note = f" (packet engine, {units})" if units else ""
-            note += ", single calls (launch exposed)" if timing == "single" else ""
+            note += {"single": ", single calls (launch exposed)", "graph": ", calls in one CUDA graph"}.get(timing, "")
             from simulator.reports.fit import fit
 
             out = report_console(stderr=json_path == "-")

@@ -23,11 +23,11 @@ from simulator.engine.dispatch import simulate
 from simulator.engine.packet import EngineObserver, PacketConfig
 from simulator.engine.transfer import Workload
 from simulator.errors import InputError
-from simulator.hardware.catalog import load_catalog
 from simulator.metrics.bottleneck import busiest_link
 from simulator.metrics.energy import EnergyReport, energy_report
 from simulator.metrics.gpu_energy import gpu_energy
 from simulator.runner.estimate import SweepPlan
+from simulator.runner.gpu_kernels import gpu_kernels
 from simulator.runner.packet_unit import packet_config
 from simulator.runner.sweeps import SweepSpec, select_gpus, size_list, sweep, sweep_engine
 from simulator.hardware.faults import FaultSpec
@@ -37,7 +37,6 @@ from simulator.topology.fabric import Fabric
 from simulator.topology.routing import equal_cost_routes
 from simulator.units import GB
 from simulator.workloads.attention import decode_step, kv_transfer, prefill, ring_attention
-from simulator.hardware.kernels import GpuKernels, kernel_model
 from simulator.workloads.attention.model import AttentionRun
 from simulator.workloads.scenario import (ChakraItem, CollectiveItem, CopyItem, DecodeItem, PrefillItem,
                                           RingAttentionItem, ScenarioModel, check_on_fabrics)
@@ -88,19 +87,6 @@ def inventory(fabric: Fabric) -> dict[str, int]:
         if ch.retimers:
             counts["retimer count"] = counts.get("retimer count", 0) + ch.retimers
     return counts
-
-
-def gpu_kernels(fabric: Fabric, gpu: str, launch: str = "graph") -> GpuKernels:
-    """The kernel model of a fabric's GPU: its part from the fabric's catalog, the kernel constants
-    of its architecture with the fabric's calibration files applied, in ``launch`` mode."""
-    name = fabric.nodes[gpu].part
-    spec = fabric.gpu_specs.get(name)
-    if spec is None:
-        part = load_catalog().device(name)
-        if part.gpu is None:
-            raise InputError(f"part {part.name!r} of {gpu} has no GPU figures for the kernel model")
-        spec = part.gpu
-    return kernel_model(name, spec, launch, fabric.kernel_files)  # type: ignore[arg-type]
 
 
 def _hops(fabric: Fabric, src: str, dst: str) -> int:

@@ -25,6 +25,7 @@ from simulator.metrics.bottleneck import busiest_link
 from simulator.metrics.collective_stats import row as nccl_row
 from simulator.metrics.energy import energy_report
 from simulator.runner.estimate import SweepPlan, plan_sweep, weighed
+from simulator.runner.gpu_kernels import gpu_kernels
 from simulator.runner.packet_unit import RunUnit, choose
 from simulator.topology.fabric import Fabric, SwitchScheduling
 from simulator.workloads.collectives import OPS, build_collective
@@ -54,10 +55,12 @@ class SweepSpec:
     timing: str = "nccl-tests"
     """How the call is timed (``TIMINGS``): as nccl-tests does, back-to-back iterations that hide
     the kernel launch, or ``single``: one call between two CUDA events (how PyTorch users time it),
-    which exposes the launch (``launch_s`` of the GPU architecture)."""
+    which exposes the launch (``launch_s`` of the GPU architecture); or ``graph``: back-to-back calls
+    captured in one CUDA graph, each paying the GPU's per-kernel fixed cost in a graph (the kernel
+    model's ``graph_kernel_s``, as every other kernel)."""
 
 
-TIMINGS = ("nccl-tests", "single")
+TIMINGS = ("nccl-tests", "single", "graph")
 
 
 def select_gpus(fabric: Fabric, count: int) -> list[str]:
@@ -76,8 +79,10 @@ def build_workload(fabric: Fabric, spec: SweepSpec, nbytes: int) -> Workload:
         return build_copy(fabric, spec.op, gpus, nbytes)
     if spec.op not in OPS:
         raise unknown_choice("op", spec.op, OPS + COPIES, field="op")
+    fixed = gpu_kernels(fabric, gpus[0], "graph").kernel_s if spec.timing == "graph" else 0.0
     return build_collective(fabric, gpus, spec.op, nbytes, algo=spec.algo, protocol=spec.protocol,
-                            channels=spec.channels, root=spec.root, exposed_launch=spec.timing == "single")
+                            channels=spec.channels, root=spec.root, exposed_launch=spec.timing == "single",
+                            kernel_fixed_s=fixed)
 
 
 def run_one(fabric: Fabric, workload: Workload, spec: SweepSpec,

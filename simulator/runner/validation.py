@@ -8,9 +8,9 @@ published``; an entry passes when ``|error_pct| <= threshold``.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Callable, Literal, Union
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag
 
 from simulator.errors import InputError
 from simulator.topology.loader import load_yaml
@@ -26,10 +26,11 @@ DEFAULT_THRESHOLD_PCT = 10.0
 
 
 class Entry(BaseModel):
-    """One published measurement."""
+    """One published measurement of a collective (``kind: collective``, the default)."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
+    kind: Literal["collective"] = "collective"
     name: str
     topology: str
     """Topology file, relative to the repository root (the folder holding ``validation/``)."""
@@ -44,15 +45,65 @@ class Entry(BaseModel):
     source: str = Field(min_length=3)
     known_gap: str | None = None
     """Why fabricsim disagrees with this figure, as far as we know (printed when the entry fails)."""
+    timing: Literal["nccl-tests", "single", "graph"] = "nccl-tests"
+    """How the measurement timed the call (``SweepSpec.timing``)."""
+
+
+class KernelEntry(BaseModel):
+    """One published or measured kernel (``kind: kernel``), predicted by the kernel model of ``gpu``."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    kind: Literal["kernel"]
+    name: str
+    gpu: str
+    """Catalog GPU part (``h100``, ``h200``, ``a100``...)."""
+    kernel: Literal["prefill_attention", "decode_attention", "gemm"]
+    params: dict[str, Any]
+    """The method's arguments (``hardware.kernels.GpuKernels``): batch, heads, kv_heads, q_tokens,
+    kv_tokens (or context), head_dim, causal, split; or m, n, k."""
+    metric: Literal["time_us", "tflops", "GBps"]
+    published: float = Field(gt=0)
+    source: str = Field(min_length=3)
+    known_gap: str | None = None
+    launch: Literal["graph", "eager"] = "graph"
+
+
+class LayerEntry(BaseModel):
+    """One measured transformer layer (``kind: layer``) on one GPU: the kernel model's layer."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    kind: Literal["layer"]
+    name: str
+    gpu: str
+    model: dict[str, int]
+    """hidden, heads, kv_heads, head_dim, ffn_hidden of one GPU's shard."""
+    phase: Literal["decode", "prefill"]
+    batch: int = Field(ge=1)
+    context: int = Field(ge=1)
+    layer_kernels: str = "pytorch"
+    metric: Literal["time_us"] = "time_us"
+    published: float = Field(gt=0)
+    source: str = Field(min_length=3)
+    known_gap: str | None = None
+
+
+def _kind(data: Any) -> str:
+    return str(data.get("kind", "collective")) if isinstance(data, dict) else str(getattr(data, "kind", "collective"))
+
+
+AnyEntry = Annotated[Union[Annotated[Entry, Tag("collective")], Annotated[KernelEntry, Tag("kernel")],
+                           Annotated[LayerEntry, Tag("layer")]], Discriminator(_kind)]
 
 
 class PublishedFile(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    entries: list[Entry] = Field(min_length=1)
+    entries: list[AnyEntry] = Field(min_length=1)
 
 
-def load_published(path: str | Path = DEFAULT_FILE) -> list[Entry]:
+def load_published(path: str | Path = DEFAULT_FILE) -> list[Entry | KernelEntry | LayerEntry]:
     """Read and check a published-figures file (errors located by file and line)."""
     path = Path(path)
     if not path.is_file():
@@ -60,11 +111,63 @@ def load_published(path: str | Path = DEFAULT_FILE) -> list[Entry]:
     data, sources = load_yaml(path)
     entries = validate_model(PublishedFile, data, sources).entries
     for i, entry in enumerate(entries):
-        try:
-            parse_size(str(entry.bytes))
-        except UnitError as err:
-            raise sources.error(("entries", i, "bytes"), str(err)) from None
+        if isinstance(entry, Entry):
+            try:
+                parse_size(str(entry.bytes))
+            except UnitError as err:
+                raise sources.error(("entries", i, "bytes"), str(err)) from None
+        elif isinstance(entry, KernelEntry):
+            try:
+                _predict_kernel(entry)
+            except TypeError:
+                import inspect
+
+                from simulator.hardware.kernels import GpuKernels
+
+                names = [n for n in inspect.signature(getattr(GpuKernels, entry.kernel)).parameters
+                         if n not in ("self", "name", "group")]
+                raise sources.error(("entries", i, "params"), f"{sorted(entry.params)} are not the arguments of "
+                                    f"{entry.kernel}; give {', '.join(names)}") from None
     return entries
+
+
+def _gpu_model(part: str, launch: str = "graph"):
+    from simulator.hardware.catalog import load_catalog
+    from simulator.hardware.kernels import kernel_model
+
+    device = load_catalog().device(part)
+    if device.gpu is None:
+        raise InputError(f"catalog part {part!r} is not a GPU", field="gpu")
+    return kernel_model(part, device.gpu, launch)  # type: ignore[arg-type]
+
+
+def _predict_kernel(entry: KernelEntry) -> tuple[float, str]:
+    """(predicted value in the entry's metric, what bounds the kernel)."""
+    gk = _gpu_model(entry.gpu, entry.launch)
+    p = dict(entry.params)
+    if entry.kernel == "gemm":
+        cost = gk.gemm("gemm", **p)
+    else:
+        cost = getattr(gk, entry.kernel)(**p)
+    value = {"time_us": cost.time_s * 1e6, "tflops": cost.flops / cost.time_s / 1e12,
+             "GBps": cost.bytes / cost.time_s / 1e9}[entry.metric]
+    return value, cost.bound
+
+
+def _predict_layer(entry: LayerEntry) -> tuple[float, str]:
+    from simulator.workloads.attention.layer import step_cost
+    from simulator.workloads.attention.model import ModelShape
+
+    m = ModelShape(layers=1, tp=1, batch=entry.batch, context=entry.context, **entry.model)
+    step = step_cost(_gpu_model(entry.gpu), m, entry.phase, True, entry.layer_kernels)
+    return step.layer_s * 1e6, step.main_bound()
+
+
+def _row(entry: Any, predicted: float, threshold_pct: float, **how: Any) -> dict:
+    error = 100.0 * (predicted - entry.published) / entry.published
+    return {"name": entry.name, "kind": entry.kind, "metric": entry.metric, "predicted": predicted,
+            "published": entry.published, "error_pct": error, "passed": abs(error) <= threshold_pct,
+            "source": entry.source, "known_gap": entry.known_gap, **how}
 
 
 def predict(entries: list[Entry], root: Path, threshold_pct: float = DEFAULT_THRESHOLD_PCT,
@@ -76,6 +179,14 @@ def predict(entries: list[Entry], root: Path, threshold_pct: float = DEFAULT_THR
     fabrics: dict[str, Fabric] = {}
     rows = []
     for entry in entries:
+        if not isinstance(entry, Entry):  # a kernel or a layer: the kernel model of the GPU, no fabric
+            value, bound = _predict_kernel(entry) if isinstance(entry, KernelEntry) else _predict_layer(entry)
+            what = entry.kernel if isinstance(entry, KernelEntry) else f"{entry.layer_kernels} layer"
+            rows.append(_row(entry, value, threshold_pct, topology=entry.gpu, op=what, gpus=1, bytes=0,
+                             algo="kernel model", protocol=bound, channels=None, engine="-"))
+            if on_row:
+                on_row(rows[-1])
+            continue
         topo = root / entry.topology
         if entry.topology not in fabrics:
             if not topo.is_file():
@@ -83,15 +194,12 @@ def predict(entries: list[Entry], root: Path, threshold_pct: float = DEFAULT_THR
             fabrics[entry.topology] = build_fabric(topo)
         fabric = fabrics[entry.topology]
         nbytes = parse_size(str(entry.bytes))
-        spec = SweepSpec(op=entry.op, gpus=entry.gpus, sizes=(nbytes,), algo=entry.algo, protocol=entry.protocol)
+        spec = SweepSpec(op=entry.op, gpus=entry.gpus, sizes=(nbytes,), algo=entry.algo, protocol=entry.protocol,
+                         timing=entry.timing)
         measured = measure(fabric, build_workload(fabric, spec, nbytes), spec)
-        predicted = float(measured[entry.metric])
-        error = 100.0 * (predicted - entry.published) / entry.published
-        rows.append({"name": entry.name, "topology": entry.topology, "op": entry.op, "gpus": entry.gpus,
-                     "bytes": nbytes, "metric": entry.metric, "algo": measured["algo"], "channels": measured.get("channels"),
-                     "protocol": measured["protocol"], "engine": measured["engine"], "predicted": predicted,
-                     "published": entry.published, "error_pct": error,
-                     "passed": abs(error) <= threshold_pct, "source": entry.source, "known_gap": entry.known_gap})
+        rows.append(_row(entry, float(measured[entry.metric]), threshold_pct, topology=entry.topology, op=entry.op,
+                         gpus=entry.gpus, bytes=nbytes, algo=measured["algo"], channels=measured.get("channels"),
+                         protocol=measured["protocol"], engine=measured["engine"]))
         if on_row:
             on_row(rows[-1])
     return rows

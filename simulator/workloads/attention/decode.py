@@ -52,7 +52,9 @@ def decode_step(fabric: Fabric, gpus: list[str], gk: GpuKernels, m: ModelShape,
         raise ValueError(f"decode_step needs tp={m.tp} GPUs, got {len(gpus)}")
     step = step_cost(gk, m, "decode", flash_decoding, stack)
     ar_bytes = m.batch * m.hidden * m.dtype_bytes
-    ar = build_collective(fabric, gpus, "all_reduce", ar_bytes, algo, protocol) if m.tp > 1 else None
+    # NCCL's kernel is one more kernel of the step: its fixed cost in the step's launch mode
+    ar = build_collective(fabric, gpus, "all_reduce", ar_bytes, algo, protocol,
+                          kernel_fixed_s=gk.kernel_s) if m.tp > 1 else None
     ar_s = predict_s(fabric, ar) if ar else 0.0
     dag = transformer_layers(gpus, m.layers, step.attn.time_s, step.mlp.time_s, ar,
                              embed_s=step.embed.time_s, head_s=step.head.time_s)

@@ -25,7 +25,8 @@ def prefill(fabric: Fabric, gpus: list[str], gk: GpuKernels, m: ModelShape,
     kernel sequence ``stack``."""
     step = step_cost(gk, m, "prefill", True, stack)
     ar_bytes = m.batch * m.context * m.hidden * m.dtype_bytes
-    ar = build_collective(fabric, gpus, "all_reduce", ar_bytes, algo, protocol) if len(gpus) > 1 else None
+    ar = build_collective(fabric, gpus, "all_reduce", ar_bytes, algo, protocol,
+                          kernel_fixed_s=gk.kernel_s) if len(gpus) > 1 else None
     ar_s = predict_s(fabric, ar) if ar else 0.0
     dag = transformer_layers(gpus, m.layers, step.attn.time_s, step.mlp.time_s, ar,
                              embed_s=step.embed.time_s, head_s=step.head.time_s)

@@ -85,11 +85,12 @@ def build_collective(fabric: Fabric, gpus: list[str] | tuple[str, ...], op: str,
                      granularity: str = "steady", chunk_bytes: int = DEFAULT_CHUNK_BYTES,
                      window: int = DEFAULT_WINDOW, root: int = 0,
                      table: ProtocolTable | None = None, exposed_launch: bool = False,
-                     sample: str | None = None) -> Workload:
+                     sample: str | None = None, kernel_fixed_s: float = 0.0) -> Workload:
     """The transfer DAG of one collective call of ``nbytes`` (nccl-tests size convention).
 
     ``meta``: op, algo, protocol, bytes, n, busbw_factor, channels, granularity (and the tuner's
-    predicted time when it chose). ``sample`` (the tuner's estimates only, never run): build the
+    predicted time when it chose). ``kernel_fixed_s``: the NCCL kernel's fixed cost in its launch
+    mode (``CollectiveSpec.kernel_fixed_s``). ``sample`` (the tuner's estimates only, never run): build the
     transfers inside that node and between nodes, not those inside the other nodes
     (``CollectiveSpec.sample``).
     """
@@ -105,7 +106,7 @@ def build_collective(fabric: Fabric, gpus: list[str] | tuple[str, ...], op: str,
     algo, protocol = check_algo(algo), check_protocol(protocol)
     try:
         return _build(fabric, gpus, op, nbytes, algo, protocol, channels, granularity, chunk_bytes, window, root,
-                      table, exposed_launch, sample)
+                      table, exposed_launch, sample, kernel_fixed_s)
     except nx.NetworkXNoPath as err:
         hint = f" (faults: {'; '.join(fabric.faults)})" if fabric.faults else ""
         raise InputError(f"{op} cannot run on {fabric.name}: {err}{hint}", field="gpus") from None
@@ -113,13 +114,15 @@ def build_collective(fabric: Fabric, gpus: list[str] | tuple[str, ...], op: str,
 
 def _build(fabric: Fabric, gpus: tuple[str, ...], op: str, nbytes: int, algo: str, protocol: str,
            channels: int | None, granularity: str, chunk_bytes: int, window: int, root: int,
-           table: ProtocolTable, exposed_launch: bool, sample: str | None = None) -> Workload:
+           table: ProtocolTable, exposed_launch: bool, sample: str | None = None,
+           kernel_fixed_s: float = 0.0) -> Workload:
     from simulator.workloads.collectives.tuner import choose  # tuner builds through this module
 
     meta_extra = {}
     if algo == "auto" or protocol == "auto":
         algo, protocol, predicted, chosen = choose(fabric, gpus, op, nbytes, algo, protocol, table, channels,
-                                                   root=root, exposed_launch=exposed_launch)
+                                                   root=root, exposed_launch=exposed_launch,
+                                                   kernel_fixed_s=kernel_fixed_s)
         if granularity == "steady":  # the candidate the tuner built is this call's workload
             chosen.meta["predicted_s"] = predicted
             return chosen
@@ -133,7 +136,7 @@ def _build(fabric: Fabric, gpus: tuple[str, ...], op: str, nbytes: int, algo: st
     spec = CollectiveSpec(fabric=fabric, gpus=gpus, op=op, nbytes=int(nbytes), algo=algo,
                           protocol=table.protocol(protocol), table=table, channels=channels,
                           granularity=granularity, chunk_bytes=chunk_bytes, window=window, root=root,
-                          gpu=gpu, exposed_launch=exposed_launch, sample=sample)
+                          gpu=gpu, exposed_launch=exposed_launch, sample=sample, kernel_fixed_s=kernel_fixed_s)
     dag = DagBuilder(merge=sample is not None)  # an estimate: identical transfers merged
     ALGORITHMS[algo].build(spec, dag)
     meta = {"op": op, "algo": algo, "protocol": protocol, "bytes": int(nbytes), "n": len(gpus),

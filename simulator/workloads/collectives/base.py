@@ -58,6 +58,10 @@ class CollectiveSpec:
     exposed_launch: bool = False
     """Charge the kernel launch: a call timed alone. False (nccl-tests): back-to-back iterations
     hide each launch behind the previous kernel."""
+    kernel_fixed_s: float = 0.0
+    """The NCCL kernel's fixed cost as any kernel's in its launch mode (``hardware.kernels``:
+    ``graph_kernel_s`` when the call is one node of a CUDA graph, as a serving engine's decode step
+    runs it); 0 for nccl-tests' back-to-back eager iterations, whose launches overlap the kernels."""
     sample: str | None = None
     """Tuner estimates on multi-node fabrics whose nodes are alike: build the transfers inside this
     node (``Node.group``) and every transfer between nodes, skip those inside the other nodes
@@ -97,11 +101,12 @@ class CollectiveSpec:
         return int(round(data_bytes / (self.protocol.efficiency * efficiency)))
 
     def base_s(self, algo: str | None = None) -> float:
-        """Fixed cost of the call: kernel launch plus NCCL's in-kernel base latency of ``algo``
-        (default: this call's algorithm) (s)."""
+        """Fixed cost of the call: kernel launch (a call timed alone) or the kernel's fixed cost in
+        a CUDA graph, plus NCCL's in-kernel base latency of ``algo`` (default: this call's
+        algorithm) (s)."""
         side = self.side
         launch = side.launch_s if side and self.exposed_launch else 0.0
-        return self.table.base_s(algo or self.algo, self.protocol.name) + launch
+        return self.table.base_s(algo or self.algo, self.protocol.name) + launch + self.kernel_fixed_s
 
     def hop_s(self, src: str, dst: str, algo: str | None = None) -> float:
         """Latency of one pipeline step from ``src`` to ``dst`` besides the route: NCCL's protocol

@@ -268,7 +268,8 @@ class _Builder:
         if len(sizes) != 1 or not next(iter(sizes)):
             raise InputError(f"collective {key[2]} of group {key[1] or 'default'!r} ({first.name}): ranks must "
                              f"agree on a positive comm_size, got {sorted(sizes)}", file=where)
-        workload = build_collective(self.fabric, gpus, OPS[comm], sizes.pop(), algo=self.algo, protocol=self.protocol)
+        workload = build_collective(self.fabric, gpus, OPS[comm], sizes.pop(), algo=self.algo, protocol=self.protocol,
+                                    kernel_fixed_s=self.kernels.kernel_s)  # NCCL's kernel, in the trace's launch mode
         return append(dag, workload, after, tag=f"chakra.{first.name or comm.lower()}.")
 
     def _compute_s(self, node) -> float:  # noqa: ANN001
