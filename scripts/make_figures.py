@@ -11,6 +11,7 @@ credits). Runs in well under two minutes on two cores.
 from __future__ import annotations
 
 import argparse
+import json
 import logging
 import time
 from pathlib import Path
@@ -244,6 +245,9 @@ def figure_kernels(out: Path) -> list[Path]:
     from simulator.workloads.attention.model import ModelShape
 
     gk = kernel_model("h200", load_catalog().device("h200").gpu)
+    run = json.loads((ROOT / "benchmarks" / "calibrate_h200" / "h200_microbench.json").read_text())
+    LAYER_RECORDS = [r for r in run["records"] if r.get("bench") == "layer" and r.get("model") == "llama3-70b-tp8"
+                     and r.get("phase") == "decode"]
     fig = new_figure(10, 4)
     left, right = fig.subplots(1, 2)
     ctas = [2 ** i for i in range(0, 12)]
@@ -264,14 +268,18 @@ def figure_kernels(out: Path) -> list[Path]:
     for colour, ctx in zip(colours, (4096, 16384, 65536)):
         layer = []
         for b in batches:
-            m = ModelShape(80, 8192, 64, 8, 128, b, ctx, tp=8, ffn_hidden=28672, vocab=128256)
+            m = ModelShape(80, 8192, 64, 8, 128, b, ctx, tp=8, ffn_hidden=28672, vocab=128256)  # pytorch layer
             layer.append(step_cost(gk, m, "decode").layer_s * 1e6)
-        right.plot(batches, layer, "o-", color=colour, label=f"{ctx // 1024}k context")
+        right.plot(batches, layer, "o-", color=colour, label=f"{ctx // 1024}k context (model)")
+        measured = [(r["batch"], r["time_s"] * 1e6) for r in LAYER_RECORDS if r["context"] == ctx]
+        if measured:
+            right.plot(*zip(*sorted(measured)), "s", color=colour, fillstyle="none", markersize=8,
+                       label=f"{ctx // 1024}k, measured (calibrate layer bench)")
     right.set_xscale("log", base=2)
     right.set_xlabel("batch (sequences)")
-    right.set_ylabel("decode layer time (us, CUDA graph)")
+    right.set_ylabel("decode layer time (us, CUDA graph, PyTorch kernels)")
     right.set_title("Llama-3-70B TP8 decode layer, one H200")
-    right.legend(fontsize=8)
+    right.legend(fontsize=7)
     right.grid(alpha=0.3)
     return [save_png(fig, out / "kernel_model.png")]
 

@@ -221,7 +221,7 @@ def test_shipped_logs_carry_the_published_figures():
     size; busbw where it has three digits, else the time), so the logs invent nothing."""
     from simulator.units import parse_size
 
-    entries = load_published(ROOT / "validation" / "published.yaml")
+    entries = [e for e in load_published(ROOT / "validation" / "published.yaml") if e.kind == "collective"]
     for path in SHIPPED:
         system = re.match(r"(.+)_all_reduce_\d+gpu", path.stem).group(1)
         (run,) = parse_log(path)

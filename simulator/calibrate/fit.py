@@ -9,6 +9,7 @@ constant is derived (each one's ``sources`` entry says the same):
 - ``cta_Bps``, ``hbm_efficiency``, ``mlp_sharpness``: least squares in log space of the stream
   curve, ``R(n) = ((min(n, SMs x resident_ctas_per_sm) cta_Bps)^-k + (eff peak)^-k)^(-1/k)``
   (Levenberg-Marquardt, numeric Jacobian), ``peak`` the GPU part's HBM bandwidth.
+- ``l2_cold_latency_factor``: a small kernel after a weight-streaming GEMV against alone (switch).
 - ``class_latency_s``, ``row_latency_s``: copy and elementwise from the small-tensor kernels (time
   less the fixed cost); norm and softmax by least squares of time on row length over the one-CTA-per-
   row kernels at few rows (intercept and slope); activation and reduction from their 1 MiB kernel.
@@ -382,6 +383,20 @@ def fit(doc: Mapping[str, Any], catalog: Any = None, source: str = "<run>") -> C
         values["row_latency_s"] = row_lat
         sources["row_latency_s"] = src("rows", "the slopes of the same fits: " + ", ".join(
             f"{kind} {v * 1e9:.3f} ns per element" for kind, v in row_lat.items()))
+    # L2 cold: a small kernel after a GEMV that streamed more than L2, against the same kernel alone
+    switch = {tuple(r["cycle"]): r["time_s"] for r in _records(doc, "switch") if "cycle" in r}
+    factors, cold_src = [], []
+    for op in ("rms_norm", "add"):
+        alone, after, stream = switch.get((op,)), switch.get(("gemv", op)), switch.get(("gemv",))
+        if alone and after and stream and alone > graph_s:
+            factors.append((after - stream - graph_s) / (alone - graph_s))
+            cold_src.append(f"{op} {alone * 1e6:.2f} us alone, {(after - stream) * 1e6:.2f} us after the GEMV")
+    if factors:
+        values["l2_cold_latency_factor"] = max(1.0, statistics.median(factors))
+        sources["l2_cold_latency_factor"] = src("switch", "1 x 8192 bf16 kernels replayed alone and each after a "
+                                                          "GEMV streaming a 117 MB weight, latency beyond the fixed "
+                                                          "cost: " + "; ".join(cold_src) + f": x {values['l2_cold_latency_factor']:.2f}")
+
     # gemm: the weight stream of the M=1 GEMM with the most weights
     m1 = [r for r in _records(doc, "gemm") if r["m"] == 1]
     if m1:

@@ -28,7 +28,7 @@ from simulator.calibrate.fit import Calibration, check, fit
 from simulator.errors import InputError
 
 FIELD_ORDER = ("graph_kernel_s", "eager_kernel_s", "cta_Bps", "hbm_efficiency", "mlp_sharpness", "class_efficiency",
-               "class_latency_s", "row_latency_s", "attention_cta_Bps", "attention_cta_latency_s", "split_kv_latency_s",
+               "class_latency_s", "row_latency_s", "l2_cold_latency_factor", "attention_cta_Bps", "attention_cta_latency_s", "split_kv_latency_s",
                "combine_split_s", "tensor_efficiency", "tensor_sustained_efficiency", "flash_attention_efficiency",
                "power_fraction")
 """Fields in the order parts/kernels.yaml lists them; a name ending in ``_s`` is written in us, one

@@ -136,6 +136,10 @@ class ArchitectureKernels(Part):
     few bytes it moves: its dependent memory round trips (one for a streaming kernel; a reduction's
     passes, block-wide and cross-CTA combines). A kernel lasts the longer of this and its bytes' time
     (each CTA's first loads take a round trip; Little's law covers the rest). Not listed: none."""
+    l2_cold_latency_factor: float = Field(default=1.0, ge=1)
+    """How much longer a memory kernel's latency is when L2 holds none of its data (s / s): after a
+    kernel that streamed more than L2 (a layer's weight GEMMs), its dependent round trips go to HBM,
+    not L2. The class and row latencies are measured hot (a kernel replayed back to back)."""
     row_latency_s: dict[str, Seconds] = Field(default_factory=dict)
     """Row-kernel class (norm, softmax, reduction) -> latency per element of a row (s): one CTA walks
     its row in a serial loop of dependent steps (two passes for a norm: sum of squares, then scale),
@@ -367,25 +371,29 @@ class GpuKernels:
 
     @functools.lru_cache(maxsize=65536)
     def memory(self, name: str, nbytes: float, ctas: int, kind: str = "elementwise", kernels: int = 1,
-               flops: float = 0.0, group: str = "other", state: str = "copy", row: int = 0) -> KernelCost:
+               flops: float = 0.0, group: str = "other", state: str = "copy", row: int = 0,
+               cold: bool = False) -> KernelCost:
         """A memory-bound kernel moving ``nbytes`` (read + written) with ``ctas`` CTAs: its fixed
         cost plus the longer of its bytes' time and its latency (``class_latency_s``, and for a row
-        kernel ``row`` elements x ``row_latency_s``)."""
+        kernel ``row`` elements x ``row_latency_s``; x ``l2_cold_latency_factor`` when ``cold``: the
+        kernel runs after one that streamed more than L2)."""
         a = self.arch
         fixed = kernels * self.kernel_s
         work = nbytes / self.hbm_Bps(ctas, kind) if nbytes else 0.0
         latency = a.class_latency_s.get(kind, 0.0) + row * a.row_latency_s.get(kind, 0.0)
+        if cold:
+            latency *= a.l2_cold_latency_factor
         bound = "fixed cost" if fixed + latency >= work else self._memory_bound(ctas, kind)
         return KernelCost(name, fixed + kernels * max(latency, work / kernels), kernels, bound, fixed, flops,
                           nbytes, ctas, min(1.0, ctas / self.spec.sms), state, group, kind)
 
     def elementwise(self, name: str, nbytes: float, kind: str = "elementwise", group: str = "other",
-                    rows: int | None = None, row: int = 0) -> KernelCost:
+                    rows: int | None = None, row: int = 0, cold: bool = False) -> KernelCost:
         """A PyTorch-style elementwise kernel (one CTA per 512 elements of 2 bytes: 128 threads x 4,
         assumption from ATen's vectorized elementwise loop) or a row kernel (norm, softmax: one CTA
-        per row, ``rows`` rows of ``row`` elements)."""
+        per row, ``rows`` rows of ``row`` elements); ``cold``: see ``memory``."""
         ctas = rows if rows is not None else max(1, math.ceil(nbytes / 1024))
-        return self.memory(name, float(nbytes), int(ctas), kind, group=group, row=int(row))
+        return self.memory(name, float(nbytes), int(ctas), kind, group=group, row=int(row), cold=cold)
 
     # ---- tensor cores ---------------------------------------------------------------------------
     @functools.lru_cache(maxsize=65536)

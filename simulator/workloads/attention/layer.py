@@ -129,21 +129,34 @@ class StepCost:
         return out
 
 
+COLD_L2 = True
+"""Every small kernel of a layer finds L2 cold (assumption from the H200's switch bench and layer
+profiles: a layer's GEMMs stream its weights, tens to hundreds of MB per GPU against a 40-126 MB L2,
+and an RMSNorm after a 117 MB weight stream takes 12.9 us against 7.3 us replayed alone; the
+layer's norms and elementwise kernels ran at those in-layer times)."""
+
+
+def _ew(gk: GpuKernels, name: str, nbytes: float, kind: str = "elementwise", rows: int | None = None,
+        row: int = 0) -> KernelCost:
+    """An elementwise or row kernel of a layer (``COLD_L2``)."""
+    return gk.elementwise(name, nbytes, kind, rows=rows, row=row, cold=COLD_L2)
+
+
 def _norm(gk: GpuKernels, name: str, tokens: int, hidden: int, s: int, fused_add: bool = True) -> KernelCost:
     """RMSNorm over ``tokens`` rows of ``hidden``, one CTA per row: reads x (and with ``fused_add`` the
     residual, writing both) and writes the normalized row."""
     touches = 4.0 if fused_add else 2.0
-    return gk.elementwise(name, touches * tokens * hidden * s, "norm", rows=tokens, row=hidden)
+    return _ew(gk, name, touches * tokens * hidden * s, "norm", rows=tokens, row=hidden)
 
 
 def _rotary_pytorch(gk: GpuKernels, name: str, n_bytes: float) -> list[KernelCost]:
     """``z * cos + cat(-z2, z1) * sin`` as PyTorch runs it on a tensor of ``n_bytes``: mul, neg (of
     one half), cat, mul, add (bytes read + written each)."""
-    return [gk.elementwise(f"{name}_mul_cos", 2 * n_bytes, "elementwise"),
-            gk.elementwise(f"{name}_neg", n_bytes, "elementwise"),
-            gk.elementwise(f"{name}_cat", 2 * n_bytes, "copy"),
-            gk.elementwise(f"{name}_mul_sin", 2 * n_bytes, "elementwise"),
-            gk.elementwise(f"{name}_add", 3 * n_bytes, "elementwise")]
+    return [_ew(gk, f"{name}_mul_cos", 2 * n_bytes, "elementwise"),
+            _ew(gk, f"{name}_neg", n_bytes, "elementwise"),
+            _ew(gk, f"{name}_cat", 2 * n_bytes, "copy"),
+            _ew(gk, f"{name}_mul_sin", 2 * n_bytes, "elementwise"),
+            _ew(gk, f"{name}_add", 3 * n_bytes, "elementwise")]
 
 
 def _attention(gk: GpuKernels, m: ModelShape, phase: str, flash_decoding: bool) -> KernelCost:
@@ -171,14 +184,14 @@ def step_cost(gk: GpuKernels, m: ModelShape, phase: str, flash_decoding: bool = 
     if stack == "fused":
         attn.add(_norm(gk, "add+rmsnorm", tokens, m.hidden, s),
                  gk.gemm("qkv_proj", tokens, qkv_n, m.hidden, m.dtype),
-                 gk.elementwise("rotary", 2.0 * tokens * (h + hkv) * d * s, "elementwise"),
-                 gk.elementwise("kv_cache_write", 2.0 * tokens * 2 * hkv * d * s, "copy"),
+                 _ew(gk, "rotary", 2.0 * tokens * (h + hkv) * d * s, "elementwise"),
+                 _ew(gk, "kv_cache_write", 2.0 * tokens * 2 * hkv * d * s, "copy"),
                  _attention(gk, m, phase, flash_decoding),
                  gk.gemm("o_proj", tokens, m.hidden, h * d, m.dtype))
         mlp.add(_norm(gk, "add+rmsnorm", tokens, m.hidden, s))
         if ffn:
             mlp.add(gk.gemm("gate_up_proj", tokens, 2 * ffn, m.hidden, m.dtype),
-                    gk.elementwise("silu_and_mul", 3.0 * tokens * ffn * s, "activation"),
+                    _ew(gk, "silu_and_mul", 3.0 * tokens * ffn * s, "activation"),
                     gk.gemm("down_proj", tokens, m.hidden, ffn, m.dtype))
     else:
         attn.add(_norm(gk, "rmsnorm", tokens, m.hidden, s, fused_add=False),
@@ -186,22 +199,22 @@ def step_cost(gk: GpuKernels, m: ModelShape, phase: str, flash_decoding: bool = 
                  *_rotary_pytorch(gk, "rotary_q", float(tokens * h * d * s)),
                  *_rotary_pytorch(gk, "rotary_k", float(tokens * hkv * d * s)))
         if phase == "decode":
-            attn.add(*(gk.elementwise(f"{x}_cache_index_copy", 2.0 * tokens * hkv * d * s, "copy") for x in "kv"))
+            attn.add(*(_ew(gk, f"{x}_cache_index_copy", 2.0 * tokens * hkv * d * s, "copy") for x in "kv"))
         attn.add(_attention(gk, m, phase, flash_decoding))
         if phase != "decode":
-            attn.add(gk.elementwise("attn_out_transpose", 2.0 * tokens * h * d * s, "copy"))
+            attn.add(_ew(gk, "attn_out_transpose", 2.0 * tokens * h * d * s, "copy"))
         attn.add(gk.gemm("o_proj", tokens, m.hidden, h * d, m.dtype),
-                 gk.elementwise("residual_add", 3.0 * tokens * m.hidden * s, "elementwise"))
+                 _ew(gk, "residual_add", 3.0 * tokens * m.hidden * s, "elementwise"))
         mlp.add(_norm(gk, "rmsnorm", tokens, m.hidden, s, fused_add=False))
         if ffn:
             mlp.add(gk.gemm("gate_up_proj", tokens, 2 * ffn, m.hidden, m.dtype),
-                    gk.elementwise("silu", 2.0 * tokens * ffn * s, "activation"),
-                    gk.elementwise("mul", 3.0 * tokens * ffn * s, "elementwise"),
+                    _ew(gk, "silu", 2.0 * tokens * ffn * s, "activation"),
+                    _ew(gk, "mul", 3.0 * tokens * ffn * s, "elementwise"),
                     gk.gemm("down_proj", tokens, m.hidden, ffn, m.dtype))
-        mlp.add(gk.elementwise("residual_add", 3.0 * tokens * m.hidden * s, "elementwise"))
+        mlp.add(_ew(gk, "residual_add", 3.0 * tokens * m.hidden * s, "elementwise"))
     embed, head = PhaseCost(), PhaseCost()
     if m.vocab:
-        embed.add(gk.elementwise("embedding", 2.0 * tokens * m.hidden * s, "copy"))
+        embed.add(_ew(gk, "embedding", 2.0 * tokens * m.hidden * s, "copy"))
         # the LM head runs on the last token of each sequence only (logits of the next token)
         head.add(_norm(gk, "final_rmsnorm", m.batch, m.hidden, s, fused_add=stack == "fused"),
                  gk.gemm("lm_head", m.batch, max(1, m.vocab // tp), m.hidden, m.dtype))
