@@ -143,7 +143,7 @@ def test_malformed_and_missing_files_name_the_file(tmp_path):
         load_traces(tmp_path / "x")
     write_trace(tmp_path / "y.0.et", [])
     write_trace(tmp_path / "y.2.et", [])
-    with pytest.raises(InputError, match=r"ranks must be 0..N-1, found \[0, 2\]"):
+    with pytest.raises(InputError, match=r"ranks must be 0..N-1, found \[0, 2\], none for rank 1"):
         load_traces(tmp_path / "y")
 
 

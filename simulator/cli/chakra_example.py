@@ -36,5 +36,5 @@ def register(app: typer.Typer) -> None:
             raise InputError(f"{existing[0]} exists; choose another prefix (nothing was written)", file=prefix)
         shape = LayerShape(hidden=hidden, ffn=ffn, tokens=tokens, tp=tp)
         for path, nodes in zip(paths, tp_layer_nodes(shape)):
-            write_trace(path, nodes)
+            write_trace(path, nodes, world_size=tp)
         typer.echo(f"wrote {len(paths)} trace files {paths[0]} .. {paths[-1]}")

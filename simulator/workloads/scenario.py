@@ -611,8 +611,10 @@ def _check_job_ranks(scenario: ScenarioModel, sources) -> None:  # noqa: ANN001
 
 
 def _resolve_traces(scenario: ScenarioModel, path: Path, sources) -> ScenarioModel:  # noqa: ANN001
-    """Chakra items with their trace path made absolute and its files checked (errors at the item's line)."""
-    from simulator.workloads.traces.chakra import trace_files
+    """Chakra items with their trace path made absolute and its files checked: no trace files at all
+    is an error at the item's line, a problem inside the traces (a rank missing or inconsistent with
+    the others) one naming that rank's file (``chakra.load_traces``)."""
+    from simulator.workloads.traces.chakra import load_traces, trace_files
 
     items = list(scenario.workloads)
     for i, item in enumerate(items):
@@ -621,6 +623,9 @@ def _resolve_traces(scenario: ScenarioModel, path: Path, sources) -> ScenarioMod
             try:
                 trace_files(where)
             except InputError as err:
+                if err.file != str(where):
+                    raise  # names the rank's file
                 raise sources.error(("workloads", i, "chakra"), err.message) from None
+            load_traces(where)
             items[i] = item.model_copy(update={"chakra": str(where)})
     return scenario.model_copy(update={"workloads": items})

@@ -7,15 +7,22 @@ messages (chakra_schema.py). Rank r runs on the r-th chosen GPU. Node kinds:
   kernel known only by its ``num_ops`` (FLOPs) and ``tensor_size`` (bytes) attributes
   (``hardware.kernels.GpuKernels.generic``: one fixed cost plus the longer of FLOPs at the sustained
   tensor rate and bytes at the saturated HBM rate).
-- ``COMM_COLL_NODE``: the k-th collective of a process group (``pg_name`` attribute, default one
-  group) on every rank that has one is one collective over those ranks' GPUs, built like
-  ``bench`` builds it (``comm_type``, ``comm_size`` bytes in the nccl-tests convention); it starts
-  when every participant's dependencies are done. ``BARRIER`` joins the ranks without bytes.
+- ``COMM_COLL_NODE``: the k-th collective of a process group (``pg_name`` attribute) is one
+  collective over the group's ranks, built like ``bench`` builds it (``comm_type``, ``comm_size``
+  bytes in the nccl-tests convention); it starts when every participant's dependencies are done.
+  ``BARRIER`` joins the ranks without bytes. A collective without ``pg_name`` is in the world group,
+  every rank; a named group's ranks are the ranks whose traces name it (two or more). Every rank of
+  a group must have the same number of its collectives, and the k-th must agree on ``comm_type``
+  and ``comm_size``: a rank that does not (its file cut short, a collective dropped or put in another
+  group) is an error naming that rank's file, checked when the traces load (:func:`check_traces`).
 - ``COMM_SEND_NODE`` / ``COMM_RECV_NODE``: matched by (sender, receiver, ``comm_tag``) in id
   order; one transfer of ``comm_size`` bytes that waits for both sides' dependencies.
 - Data and control dependencies both order nodes. Other node types and collectives fabricsim
   does not model (REDUCE, GATHER, SCATTER) are skipped: their dependents wait for their
   dependencies instead, and each skipped kind is reported once with its count.
+
+A rank's ``GlobalMetadata`` may say ``world_size`` (an int64 attribute; ``write_trace`` writes it):
+the number of ranks, so a missing last rank's file is an error naming that file.
 
 Per rank the report gives compute (sum of its compute delays), the time it ended, and exposed
 communication = end - compute (the rank's compute is serialized on one stream; whatever else the
@@ -43,6 +50,8 @@ from simulator.workloads.traces.chakra_schema import (COMM_TYPES, NODE_TYPES, Tr
                                                       message_class, read_delimited, write_delimited)
 
 US = 1e-6
+WORLD_SIZE = "world_size"
+"""GlobalMetadata attribute: the number of ranks of the trace."""
 TYPE_NAME = {v: k for k, v in NODE_TYPES.items()}
 COMM_NAME = {v: k for k, v in COMM_TYPES.items()}
 OPS = {"ALL_REDUCE": "all_reduce", "ALL_GATHER": "all_gather", "REDUCE_SCATTER": "reduce_scatter",
@@ -59,26 +68,40 @@ class RankTrace:
     version: str
     nodes: list[Any]
     """Node messages in file order."""
+    world_size: int | None = None
+    """The number of ranks its GlobalMetadata says (``world_size`` attribute), if it says."""
 
 
 def trace_files(dir_or_prefix: str | Path) -> list[Path]:
-    """``DIR/*.et`` or ``PREFIX.<rank>.et``, ordered by rank (ranks must be 0..N-1)."""
+    """``DIR/*.et`` or ``PREFIX.<rank>.et``, ordered by rank (ranks must be 0..N-1, one file each)."""
     base = Path(dir_or_prefix)
     if base.is_dir():
         candidates, pattern = sorted(base.glob("*.et")), re.compile(r"(\d+)\.et$")
     else:
         candidates = sorted(base.parent.glob(f"{base.name}.*.et"))
         pattern = re.compile(re.escape(base.name) + r"\.(\d+)\.et$")
-    ranked = {}
+    ranked: dict[int, Path] = {}
     for path in candidates:
         m = pattern.search(path.name)
         if m:
-            ranked[int(m.group(1))] = path
+            rank = int(m.group(1))
+            if rank in ranked:
+                raise InputError(f"a second trace file for rank {rank} beside {ranked[rank].name}; keep one "
+                                 f"(PREFIX.{rank}.et)", file=str(path))
+            ranked[rank] = path
     if not ranked:
         raise InputError("no Chakra trace files (expected DIR/*.<rank>.et or PREFIX.<rank>.et)", file=str(base))
     if sorted(ranked) != list(range(len(ranked))):
-        raise InputError(f"trace ranks must be 0..N-1, found {sorted(ranked)}", file=str(base))
+        missing = min(set(range(max(ranked) + 1)) - set(ranked))
+        raise InputError(f"no such file: trace ranks must be 0..N-1, found {sorted(ranked)}, none for rank "
+                         f"{missing}", file=str(rank_file(base, missing)))
     return [ranked[r] for r in range(len(ranked))]
+
+
+def rank_file(dir_or_prefix: str | Path, rank: int) -> Path:
+    """The file rank ``rank``'s trace would have: ``PREFIX.<rank>.et`` (``DIR/*.<rank>.et`` for a folder)."""
+    base = Path(dir_or_prefix)
+    return base / f"*.{rank}.et" if base.is_dir() else base.parent / f"{base.name}.{rank}.et"
 
 
 def read_trace(path: str | Path, rank: int = 0) -> RankTrace:
@@ -101,18 +124,29 @@ def read_trace(path: str | Path, rank: int = 0) -> RankTrace:
             raise InputError(f"message {i} does not decode as a Chakra {what}: {err}", file=str(path)) from None
         if i:
             nodes.append(message)
-    return RankTrace(rank, path, meta.version, nodes)
+    world = {a.name: attr_value(a) for a in meta.attr}.get(WORLD_SIZE)
+    if world is not None and (isinstance(world, bool) or not isinstance(world, int) or world < 1):
+        raise InputError(f"GlobalMetadata {WORLD_SIZE}: must be a positive integer (the number of ranks), "
+                         f"got {world!r}", file=str(path))
+    return RankTrace(rank, path, meta.version, nodes, world)
 
 
 def load_traces(dir_or_prefix: str | Path) -> list[RankTrace]:
-    return [read_trace(p, r) for r, p in enumerate(trace_files(dir_or_prefix))]
+    """Every rank's trace, checked across ranks (:func:`check_traces`)."""
+    traces = [read_trace(p, r) for r, p in enumerate(trace_files(dir_or_prefix))]
+    check_traces(traces, dir_or_prefix)
+    return traces
 
 
-def write_trace(path: str | Path, nodes: list[Any], version: str = "0.0.4") -> Path:
-    """Write one rank's trace: GlobalMetadata(version) then the nodes, length-delimited."""
+def write_trace(path: str | Path, nodes: list[Any], version: str = "0.0.4", world_size: int | None = None) -> Path:
+    """Write one rank's trace: GlobalMetadata(version, and ``world_size`` if given) then the nodes,
+    length-delimited."""
     path = Path(path)
+    meta = message_class("GlobalMetadata")(version=version)
+    if world_size is not None:
+        meta.attr.add(name=WORLD_SIZE, int64_val=world_size)
     with path.open("wb") as f:
-        write_delimited(f, message_class("GlobalMetadata")(version=version))
+        write_delimited(f, meta)
         for node in nodes:
             write_delimited(f, node)
     return path
@@ -120,6 +154,164 @@ def write_trace(path: str | Path, nodes: list[Any], version: str = "0.0.4") -> P
 
 def _attrs(node) -> dict[str, Any]:  # noqa: ANN001
     return {a.name: attr_value(a) for a in node.attr}
+
+
+def _where(t: RankTrace) -> str:
+    return str(t.path)
+
+
+def _int_attr(t: RankTrace, node, attrs: dict[str, Any], name: str, default: int | None = 0,  # noqa: ANN001
+              low: int = 0) -> int | None:
+    """Attribute ``name`` of ``node`` as an integer >= ``low`` (``default`` when absent)."""
+    value = attrs.get(name)
+    if value is None:
+        return default
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or value != value or value in (
+            float("inf"), float("-inf")) or int(value) != value or value < low:
+        raise InputError(f"node {node.id} ({node.name}): attribute {name}: must be an integer >= {low}, "
+                         f"got {value!r}", file=_where(t))
+    return int(value)
+
+
+def _float_attr(t: RankTrace, node, attrs: dict[str, Any], name: str) -> float:  # noqa: ANN001
+    """Attribute ``name`` of ``node`` as a finite number >= 0 (0 when absent)."""
+    value = attrs.get(name)
+    if value is None:
+        return 0.0
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value < float("inf"):
+        raise InputError(f"node {node.id} ({node.name}): attribute {name}: must be a finite number >= 0, "
+                         f"got {value!r}", file=_where(t))
+    return float(value)
+
+
+def _comm_type(t: RankTrace, node, attrs: dict[str, Any]) -> str:  # noqa: ANN001
+    value = attrs.get("comm_type")
+    name = COMM_NAME.get(value) if isinstance(value, int) and not isinstance(value, bool) else (
+        value if isinstance(value, str) and value in COMM_TYPES else None)
+    if name is None:
+        what = "needs a comm_type attribute" if value is None else f"comm_type {value!r} is not one of"
+        raise InputError(f"node {node.id} ({node.name}): COMM_COLL_NODE {what} "
+                         f"({', '.join(f'{k}={v}' for k, v in COMM_TYPES.items())})", file=_where(t))
+    return name
+
+
+@dataclass(frozen=True)
+class _Coll:
+    """One COMM_COLL_NODE as the cross-rank check sees it."""
+
+    node: Any
+    comm: str
+    size: int
+
+
+def _ranks_text(ranks: list[int]) -> str:
+    """``rank 3``, ``ranks 0, 2`` or ``ranks 0-4, 6, 7`` (runs of three or more as a range)."""
+    parts, i = [], 0
+    while i < len(ranks):
+        j = i
+        while j + 1 < len(ranks) and ranks[j + 1] == ranks[j] + 1:
+            j += 1
+        parts += [f"{ranks[i]}-{ranks[j]}"] if j - i >= 2 else [str(r) for r in ranks[i:j + 1]]
+        i = j + 1
+    return ("rank " if len(ranks) == 1 else "ranks ") + ", ".join(parts)
+
+
+def _majority(values: dict[int, Any]) -> Any:  # noqa: ANN401
+    """The value most ranks have (ties: the one the lowest such rank has)."""
+    counts = Counter(values.values())
+    best = max(counts.values())
+    return next(v for v in values.values() if counts[v] == best)
+
+
+def check_traces(traces: list[RankTrace], dir_or_prefix: str | Path | None = None) -> None:
+    """Check the traces across ranks; each problem is an :class:`InputError` naming the file of the
+    rank that is wrong: ``world_size`` against the files found; every node's attributes (sizes,
+    FLOPs and peers are non-negative numbers of the right kind); every process group's collectives
+    (module docstring): a group named by one rank only, a rank with fewer or more of a group's
+    collectives than the others, a k-th collective of another ``comm_type`` or ``comm_size``."""
+    n = len(traces)
+    if not traces:
+        return
+    declared = {t.rank: t.world_size for t in traces if t.world_size is not None}
+    if declared:
+        world = _majority(declared)
+        for t in traces:
+            if t.world_size is not None and t.world_size != world:
+                raise InputError(f"GlobalMetadata {WORLD_SIZE} {t.world_size}, but "
+                                 f"{_ranks_text(sorted(r for r, w in declared.items() if w == world))} say {world}",
+                                 file=_where(t))
+        if world > n:
+            missing = rank_file(dir_or_prefix, n) if dir_or_prefix is not None else f"rank {n}'s trace"
+            raise InputError(f"no such file: the traces say {WORLD_SIZE} {world} (ranks 0..{world - 1}) but only "
+                             f"ranks 0..{n - 1} have a file", file=str(missing))
+        if world < n:
+            raise InputError(f"rank {world} is one too many: the traces say {WORLD_SIZE} {world} "
+                             f"(ranks 0..{world - 1})", file=_where(traces[world]))
+    groups: dict[str, dict[int, list[_Coll]]] = {}
+    for t in traces:
+        for node in t.nodes:
+            attrs = _attrs(node)
+            kind = TYPE_NAME.get(node.type)
+            if kind == "COMP_NODE":
+                _float_attr(t, node, attrs, "num_ops")
+                _float_attr(t, node, attrs, "tensor_size")
+            elif kind in ("COMM_SEND_NODE", "COMM_RECV_NODE"):
+                send = kind == "COMM_SEND_NODE"
+                peer = _int_attr(t, node, attrs, "comm_dst" if send else "comm_src", default=None)
+                if peer is None or peer >= n:
+                    raise InputError(f"node {node.id} ({node.name}): {'comm_dst' if send else 'comm_src'} "
+                                     f"must name a rank 0..{n - 1}, got {peer}", file=_where(t))
+                _int_attr(t, node, attrs, "comm_size")
+                _int_attr(t, node, attrs, "comm_tag", low=-(1 << 63))
+            elif kind == "COMM_COLL_NODE":
+                group = attrs.get("pg_name")
+                if group is not None and not isinstance(group, str):
+                    raise InputError(f"node {node.id} ({node.name}): attribute pg_name: must be a string, "
+                                     f"got {group!r}", file=_where(t))
+                coll = _Coll(node, _comm_type(t, node, attrs), _int_attr(t, node, attrs, "comm_size"))
+                groups.setdefault(group or "", {}).setdefault(t.rank, []).append(coll)
+    for group, per_rank in sorted(groups.items(), key=lambda g: (g[0] == "", g[0])):
+        _check_group(traces, group, per_rank)
+
+
+def _check_group(traces: list[RankTrace], group: str, per_rank: dict[int, list[_Coll]]) -> None:
+    name = f"process group {group!r}" if group else "the world process group (no pg_name: every rank)"
+    members = list(range(len(traces))) if not group else sorted(per_rank)
+    if group and len(members) == 1:
+        (rank,) = members
+        first = per_rank[rank][0].node
+        raise InputError(f"node {first.id} ({first.name}): pg_name {group!r} is named by rank {rank} only; a "
+                         "collective needs its group's other ranks to name the same pg_name", file=_where(traces[rank]))
+    seqs = {r: per_rank.get(r, []) for r in members}
+    counts = {r: len(seq) for r, seq in seqs.items()}
+    common = max(c for c, k in Counter(counts.values()).items() if k == max(Counter(counts.values()).values()))
+    for r in members:
+        if counts[r] != common:
+            others = _ranks_text([q for q in members if counts[q] == common])
+            if counts[r] < common:
+                ref = next(seqs[q][counts[r]].node for q in members if counts[q] == common)
+                tail = f"its collective {counts[r]} ({ref.name or ref.id} on the others) is missing"
+            else:
+                extra = seqs[r][common].node
+                tail = f"its collective {common} (node {extra.id}, {extra.name}) has no partner on the other ranks"
+            raise InputError(f"rank {r} has {counts[r]} collective(s) of {name}, {others} have {common}: {tail} "
+                             "(file cut short, a collective dropped or in another pg_name?)", file=_where(traces[r]))
+    for k in range(common):
+        for what in ("comm", "size"):
+            values = {r: getattr(seqs[r][k], what) for r in members}
+            expect = _majority(values)
+            for r in members:
+                if values[r] != expect:
+                    node = seqs[r][k].node
+                    field_name = "comm_type" if what == "comm" else "comm_size"
+                    agree = _ranks_text([q for q in members if values[q] == expect])
+                    raise InputError(f"node {node.id} ({node.name}): collective {k} of {name} has {field_name} "
+                                     f"{values[r]}, {agree} have {expect}; every rank of a group must agree",
+                                     file=_where(traces[r]))
+        coll = seqs[members[0]][k]
+        if coll.comm in OPS and coll.size <= 0:
+            raise InputError(f"node {coll.node.id} ({coll.node.name}): collective {k} of {name}: {coll.comm} needs a "
+                             "positive comm_size (bytes)", file=_where(traces[members[0]]))
 
 
 @dataclass
@@ -142,6 +334,7 @@ def build_chakra(fabric: Fabric, gpus: list[str] | tuple[str, ...], traces: list
     """The transfer DAG of ``traces`` with rank r on ``gpus[r]`` (module docstring)."""
     if len(gpus) != len(traces):
         raise InputError(f"{len(traces)} trace ranks need {len(traces)} GPUs, got {len(gpus)}", field="gpus")
+    check_traces(traces)
     return _Builder(fabric, tuple(gpus), traces, kernels, algo, protocol).build()
 
 
@@ -253,11 +446,8 @@ class _Builder:
         ranks = sorted({r for r, _ in members})
         first = members[0][1]
         attrs = _attrs(first)
-        comm = COMM_NAME.get(int(attrs.get("comm_type", -1) if attrs.get("comm_type") is not None else -1))
         where = str(self.traces[members[0][0]].path)
-        if comm is None:
-            raise InputError(f"node {first.id} ({first.name}): COMM_COLL_NODE needs a comm_type attribute "
-                             f"({', '.join(COMM_TYPES)})", file=where)
+        comm = _comm_type(self.traces[members[0][0]], first, attrs)
         gpus = [self.gpus[r] for r in ranks]
         if comm == "BARRIER" or len(ranks) < 2:
             return [dag.add(g, g, 0, after, tag=f"chakra.{key[1] or 'world'}.{comm.lower()}{key[2]}") for g in gpus]
