@@ -15,6 +15,7 @@ from rich.table import Table
 
 from simulator.reports.fit import fit
 from simulator.reports.nccl_table import how
+from simulator.reports.numbers import number
 from simulator.runner.scenario_run import SystemResult
 from simulator.units import format_bytes
 
@@ -79,6 +80,7 @@ _METRICS = (("time_us", "time (us)"), ("alone_us", "time alone on the fabric (us
             ("tokens_per_s", "tokens per second (this TP group)"),
             ("attention_per_layer_us", "attention per layer (us)"), ("gemm_per_layer_us", "GEMMs per layer (us)"),
             ("other_per_layer_us", "other kernels per layer (us)"), ("kernels_per_layer", "kernels per layer"),
+            ("layer_kernels", "layer kernel sequence"),
             ("step_bound", "what bounds the kernels"),
             ("attention_bound", "attention kernel bound"), ("attention_kernel", "attention kernel"),
             ("sm_occupancy", "attention SM occupancy"), ("launch", "kernel launches"),
@@ -103,7 +105,7 @@ def _metric_table(name: str, kind: str, per_system: dict[str, list[dict]], refer
     rows = {system: per_system[system][0] for system in systems}
     for key, label in _METRICS:
         if any(key in r for r in rows.values()):
-            table.add_row(label, *[_fmt(rows[s].get(key), ".4g") for s in systems])
+            table.add_row(label, *[number(rows[s].get(key)) for s in systems])
     if len(systems) > 1 and reference in rows:
         ref = rows[reference]["time_us"]
         table.add_row("x ref (time)", *[_fmt(rows[s]["time_us"] / ref if ref else None) for s in systems])

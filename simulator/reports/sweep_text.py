@@ -6,18 +6,14 @@ from typing import Sequence
 
 from rich.table import Table
 
+from simulator.reports.numbers import number
+
 SKIP = frozenset({"error"})
 """Columns shown below the table instead (failed points are listed one per line)."""
 
 
 def _cell(value: object) -> str:
-    if value is None:
-        return "-"
-    if isinstance(value, float):
-        return f"{value:,.4g}" if abs(value) < 1e4 else f"{value:,.0f}"
-    if isinstance(value, int) and not isinstance(value, bool):
-        return f"{value:,}"
-    return str(value)
+    return number(value) if not isinstance(value, bool) else str(value)
 
 
 def sweep_table(title: str, axes: Sequence[str], rows: Sequence[dict], outcomes: Sequence) -> Table:
