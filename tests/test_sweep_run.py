@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import subprocess
 import sys
@@ -64,9 +65,12 @@ def test_points_match_the_credit_loop_closed_form_and_the_cache_runs_only_new_po
 def test_a_failed_point_is_reported_and_the_others_are_kept(tmp_path, cluster):
     path = tmp_path / "bench.yaml"
     path.write_text(f"name: b\nbase:\n  bench: {{topology: {ROOT / 'topologies' / 'hgx_h100.yaml'}, engine: flow, "
-                    "bytes: 64M, algo: ring, protocol: Simple}\naxes:\n  gpus: [2, 99]\n")
+                    "bytes: 64M, algo: ring, protocol: Simple}\naxes:\n  gpus: [2, 8]\n")
     cache = ResultCache(tmp_path / "cache")
-    outcomes = run_points(load_sweep(path).points, execute, scheduler=cluster.scheduler_address, cache=cache)
+    good, other = load_sweep(path).points  # gpus: [2, 99] is refused at load now: make the worker meet it
+    bad_point = dataclasses.replace(other, axes={"gpus": 99}, digest="f" * 64,
+                                    payload={**other.payload, "spec": {**other.payload["spec"], "gpus": 99}})
+    outcomes = run_points([good, bad_point], execute, scheduler=cluster.scheduler_address, cache=cache)
     ok, bad = outcomes
     # the point that ran on the cluster gives what the same bench gives in this process
     local = sweep(build_fabric(ROOT / "topologies" / "hgx_h100.yaml"),

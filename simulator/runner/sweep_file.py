@@ -41,15 +41,25 @@ MAX_POINTS = 10_000
 """A larger product is almost certainly a mistake in the file."""
 
 
-def _size(value: Any) -> int:
+MAX_BYTES = 1 << 50
+"""Largest message size a bench point takes (1 PiB)."""
+MAX_BUFFER = 16 << 20
+"""Largest credit-lab buffer (16 MiB): the lab sends 100 buffer-fulls of packets, about 40 s of
+packet engine at this size (and hours past it)."""
+
+
+def _size(value: Any, most: int = MAX_BYTES, what: str = "sizes") -> int:
     if isinstance(value, bool):
         raise ValueError("expected a size such as 64M or 1G")
     try:
         nbytes = parse_size(str(value))
-    except UnitError as err:
+    except (UnitError, OverflowError, ValueError) as err:
         raise ValueError(str(err)) from None
     if nbytes <= 0:
-        raise ValueError("sizes must be positive")
+        raise ValueError(f"{what} must be positive")
+    if nbytes > most:
+        raise ValueError(f"{what} must be at most {most} B ({most >> 20} MiB), got {value}" if most < 1 << 40
+                         else f"{what} must be at most {most} B (1 PiB), got {value}")
     return nbytes
 
 
@@ -84,13 +94,14 @@ class CreditLabBase(_Model):
 
     generation: str = "nvlink5"
     buffer: int = 16 << 10
-    """Receive buffer per direction: 4K, 64 KiB or bytes."""
-    cable_m: float = Field(1.0, ge=0)
+    """Receive buffer per direction: 4K, 64 KiB or bytes (at most ``MAX_BUFFER``)."""
+    cable_m: float = Field(1.0, gt=0, allow_inf_nan=False)
+    """Cable length (m): a finite length that one of the generation's cables reaches."""
 
     @field_validator("buffer", mode="before")
     @classmethod
     def _buffer(cls, value: Any) -> int:
-        return _size(value)
+        return _size(value, MAX_BUFFER, "buffers")
 
 
 class ScenarioBase(_Model):
@@ -255,6 +266,42 @@ class _Expander:
 
     def points(self) -> list[Point]:
         self._check_axes()
+        points = self._expand()
+        self._check_points(points)
+        return points
+
+    def _check_points(self, points: list[Point]) -> None:
+        """What each point's worker would refuse, at the sweep file's line (``sweep_check``): the
+        first point that fails is blamed on an axis value that fails on its own (at that value's
+        line), else on the base if the base alone fails so, else on the combination (at ``axes``)."""
+        from simulator.runner.sweep_check import PointCheck, one_line
+
+        checker = PointCheck()
+
+        def problem(payload: dict[str, Any]) -> InputError | None:
+            try:
+                checker.check(payload)
+            except InputError as err:
+                return err
+            return None
+
+        for point in points:
+            err = problem(point.payload)
+            if err is None:
+                continue
+            base = problem(self._payload({}))
+            for name, value in point.axes.items():
+                alone = problem(self._payload({name: value}))
+                if alone is not None and (base is None or str(alone) != str(base)):
+                    index = self.model.axes[name].index(value)
+                    raise self.sources.error(("axes", name, index),
+                                             f"{name} = {value!r}: {one_line(alone, name)}") from None
+            if base is not None and str(base) == str(err):
+                raise self.sources.error(("base",), f"the base case: {one_line(base)}") from None
+            combo = ", ".join(f"{k}={v}" for k, v in point.axes.items())
+            raise self.sources.error(("axes",), f"point {point.index} ({combo}): {one_line(err)}") from None
+
+    def _expand(self) -> list[Point]:
         names = list(self.model.axes)
         total = 1
         for values in self.model.axes.values():
