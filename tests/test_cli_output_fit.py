@@ -83,3 +83,13 @@ def test_describe_fits_80_columns():
     assert result.exit_code == 0, result.output
     assert "…" not in result.output
     assert max(len(line) for line in result.output.splitlines()) <= 80
+
+
+def test_summary_names_the_winner_per_size_range():
+    # issue 27, item 2: "A is faster than B by 0.68x to 1.7x" contradicted a table where B won at 1 MiB
+    from simulator.reports.scenario_text import _verdict
+
+    text = _verdict("NVL72", "H100", [1 << 20, 64 << 20, 1 << 30], [1 / 1.47, 1.3, 1.7])
+    assert text == ("H100 is faster than NVL72 at 1 MiB by 1.5x; NVL72 is faster than H100 from 64 MiB to "
+                    "1 GiB by 1.3x to 1.7x")
+    assert _verdict("A", "B", [8, 16], [1.01, 0.98]) == "A and B are about as fast (within 5%)"

@@ -144,6 +144,40 @@ def gpu_count_warning(systems: Sequence[SystemResult]) -> str:
     return " ".join(notes)
 
 
+def _side(ratio: float) -> int:
+    """+1: the first system is faster (the other takes longer), -1: the other is, 0: about as fast."""
+    return 1 if ratio > 1 + SAME_SPEED else -1 if ratio < 1 - SAME_SPEED else 0
+
+
+def _span(values: Sequence[float]) -> str:
+    lo, hi = min(values), max(values)
+    return f"{lo:.2g}x" if hi - lo < 0.05 * hi else f"{lo:.2g}x to {hi:.2g}x"
+
+
+def _verdict(reference: str, other: str, sizes: Sequence[int], ratios: Sequence[float]) -> str:
+    """Who is faster over which sizes (issue 27, item 2: the winner per size range, never a span
+    that crosses 1x): consecutive sizes with the same winner form one range."""
+    runs: list[tuple[int, list[int], list[float]]] = []
+    for n, r in zip(sizes, ratios):
+        side = _side(r)
+        if runs and runs[-1][0] == side:
+            runs[-1][1].append(n)
+            runs[-1][2].append(r)
+        else:
+            runs.append((side, [n], [r]))
+    parts = []
+    for side, ns, rs in runs:
+        where = "" if len(runs) == 1 else (f" at {format_bytes(ns[0])}" if len(ns) == 1 else
+                                           f" from {format_bytes(ns[0])} to {format_bytes(ns[-1])}")
+        if side == 0:
+            parts.append(f"{reference} and {other} are about as fast{where} (within {SAME_SPEED:.0%})")
+        elif side > 0:
+            parts.append(f"{reference} is faster than {other}{where} by {_span(rs)}")
+        else:
+            parts.append(f"{other} is faster than {reference}{where} by {_span([1 / r for r in rs])}")
+    return "; ".join(parts)
+
+
 def comparison_summary(systems: Sequence[SystemResult]) -> str:
     """One paragraph: per workload and per other system, who wins against the first system, by
     how much (range over sizes), and the busiest link of each side."""
@@ -163,14 +197,10 @@ def comparison_summary(systems: Sequence[SystemResult]) -> str:
             ratios = [times[other][n] / times[reference][n] for n in common if times[reference][n] > 0]
             if not ratios:
                 continue
+            sizes = [n for n in common if times[reference][n] > 0]
+            verdict = _verdict(reference, other, sizes, ratios)
             mean = math.exp(sum(math.log(r) for r in ratios) / len(ratios))
             winner, loser = (reference, other) if mean >= 1 else (other, reference)
-            lo, hi = (min(ratios), max(ratios)) if mean >= 1 else (1 / max(ratios), 1 / min(ratios))
-            if hi <= 1 + SAME_SPEED:
-                verdict = f"{winner} and {loser} are about as fast (within {SAME_SPEED:.0%})"
-            else:
-                span = f"{lo:.2g}x" if abs(hi - lo) < 0.05 * hi else f"{lo:.2g}x to {hi:.2g}x"
-                verdict = f"{winner} is faster than {loser} by {span}"
             sentences.append(f"{workload}: {verdict} (busiest link on "
                              f"{loser}: {links[loser]}; on {winner}: {links[winner]}).")
     return " ".join(sentences)
