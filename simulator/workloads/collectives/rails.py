@@ -10,6 +10,12 @@ in hops (same PCIe switch, hence same rails; ties: the next local index), each `
 GPUs in between are visited in local order over NVLink. Over m channels every GPU (and the NIC
 next to it) sends and receives exactly one inter-node hop per node boundary.
 
+Uneven nodes (a job of 72 + 56 GPUs, or one that a placement spreads unevenly) keep rail-aware
+orders, as NCCL builds its rings and trees over nodes of any size: channel ``c`` leaves node i (m_i
+GPUs) from local GPU ``c mod m_i`` and enters it at the GPU fewest hops from the previous node's
+exit (not its own exit GPU; ties: the next local index after it), the others in local order between;
+the channel count is rounded to the largest node's GPU count.
+
 Expected ring bus bandwidth (all_gather, per GPU, one direction), n = k x m GPUs, R rails of
 NIC payload rate B_nic per node, NVLink payload rate B_nv per GPU:
     every ring edge carries (n-1)/n S; a node has one outgoing edge per channel, spread over its
@@ -38,10 +44,11 @@ def nodes_of(fabric: Fabric, gpus) -> list[tuple[str, ...]]:
 
 
 def rail_nodes(fabric: Fabric, gpus) -> list[tuple[str, ...]] | None:
-    """The nodes when rail-aware orders apply: at least 2 nodes of equal size (at least 2 GPUs),
-    joined over the scale-out network; else None (flat rank order)."""
+    """The nodes when rail-aware orders apply: at least 2 nodes, one of them with at least 2 of
+    the GPUs (nodes may differ in size), joined over the scale-out network; else None (flat rank
+    order)."""
     nodes = nodes_of(fabric, gpus)
-    if len(nodes) < 2 or len({len(n) for n in nodes}) != 1 or len(nodes[0]) < 2:
+    if len(nodes) < 2 or max(len(n) for n in nodes) < 2:
         return None
     if link_kind(fabric, nodes[0][-1], nodes[1][0]) != "network":
         return None
@@ -54,8 +61,13 @@ def rail_channels(fabric: Fabric, gpus, channels: int) -> int:
     nodes = rail_nodes(fabric, gpus)
     if nodes is None:
         return channels
-    m = len(nodes[0])
+    m = max(len(n) for n in nodes)
     return max(m, channels - channels % m)
+
+
+def even(nodes: list[tuple[str, ...]]) -> bool:
+    """Every node holds the same number of the GPUs."""
+    return len({len(n) for n in nodes}) == 1
 
 
 def exit_entry(fabric: Fabric, nodes: list[tuple[str, ...]]) -> list[tuple[int, int]]:
@@ -78,6 +90,8 @@ def ring_orders(fabric: Fabric, gpus: tuple[str, ...], channels: int) -> list[tu
     nodes = rail_nodes(fabric, gpus)
     if nodes is None:
         return [tuple(gpus)] * channels
+    if not even(nodes):
+        return _uneven_rings(fabric, nodes, channels)
     m = len(nodes[0])
     local = []
     for e, x in exit_entry(fabric, nodes):
@@ -87,22 +101,47 @@ def ring_orders(fabric: Fabric, gpus: tuple[str, ...], channels: int) -> list[tu
     return [rings[c % m] for c in range(channels)]  # channel c and c + m share one tuple
 
 
+def _uneven_rings(fabric: Fabric, nodes: list[tuple[str, ...]], channels: int) -> list[tuple[str, ...]]:
+    """Rings over nodes of different sizes (module docstring): channel c leaves node i from local
+    GPU c mod m_i and enters it at the GPU fewest hops from the previous node's exit."""
+    rings: dict[tuple[int, ...], tuple[str, ...]] = {}
+    out = []
+    for c in range(channels):
+        exits = tuple(c % len(node) for node in nodes)
+        ring = rings.get(exits)
+        if ring is None:
+            order: list[str] = []
+            for i, node in enumerate(nodes):
+                m, e = len(node), exits[i]
+                if m == 1:
+                    order.append(node[0])
+                    continue
+                came_from = nodes[i - 1][exits[i - 1]]
+                x = min((x for x in range(m) if x != e),
+                        key=lambda x: (hop_count(fabric, came_from, node[x]), (x - e) % m))
+                middle = [(x + j) % m for j in range(1, m) if (x + j) % m != e]
+                order += [node[j] for j in (x, *middle, e)]
+            ring = rings[exits] = tuple(order)
+        out.append(ring)
+    return out
+
+
 def tree_parents(fabric: Fabric, gpus: tuple[str, ...], channel: int) -> list[dict[str, str]] | None:
     """NCCL-style double binary tree of one channel on a multi-node fabric, as two child -> parent
     maps: inside each node a chain starting at local GPU ``channel mod m`` (the node's head, so
     channels use different NICs), and the heads joined by a binary tree over nodes (tree A: heap
-    order, tree B: its mirror). None when rail-aware orders do not apply."""
+    order, tree B: its mirror). Nodes of m_i GPUs start their chain at local GPU ``channel mod m_i``
+    (uneven nodes: each chain as long as its node). None when rail-aware orders do not apply."""
     nodes = rail_nodes(fabric, gpus)
     if nodes is None:
         return None
-    m, k = len(nodes[0]), len(nodes)
-    s = channel % m
-    chains = [node[s:] + node[:s] for node in nodes]
+    k = len(nodes)
+    chains = [node[channel % len(node):] + node[:channel % len(node)] for node in nodes]
     out = []
     for mirror in (False, True):
         parent: dict[str, str] = {}
         for chain in chains:
-            for i in range(1, m):
+            for i in range(1, len(chain)):
                 parent[chain[i]] = chain[i - 1]
         for i in range(1, k):
             child, par = (k - 1 - i, k - 1 - (i - 1) // 2) if mirror else (i, (i - 1) // 2)

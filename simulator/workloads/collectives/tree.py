@@ -13,7 +13,7 @@ import math
 
 from simulator.workloads.collectives.base import (CollectiveSpec, DagBuilder, channel_paths, dealt_paths, n_chunks,
                                                   route_lat_s)
-from simulator.workloads.collectives.rails import tree_parents
+from simulator.workloads.collectives.rails import nodes_of, tree_parents
 
 OPS = frozenset({"all_reduce"})
 
@@ -32,8 +32,8 @@ def channel_trees(spec: CollectiveSpec, channel: int) -> tuple[list[dict[str, st
     rail = tree_parents(spec.fabric, spec.gpus, channel)
     if rail is None:
         return trees(spec.gpus), max(1, int(math.floor(math.log2(spec.n))))
-    nodes = len({spec.fabric.nodes[g].group for g in spec.gpus})
-    return rail, spec.n // nodes - 1 + max(1, int(math.floor(math.log2(nodes))))
+    nodes = nodes_of(spec.fabric, spec.gpus)  # the longest chain, in a node of the most GPUs
+    return rail, max(len(n) for n in nodes) - 1 + max(1, int(math.floor(math.log2(len(nodes)))))
 
 
 def build(spec: CollectiveSpec, dag: DagBuilder) -> None:

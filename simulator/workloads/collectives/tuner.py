@@ -216,15 +216,22 @@ def sample_node(fabric: Fabric, gpus: tuple[str, ...]) -> str | None:
     None to estimate from whole workloads.
 
     On a multi-node fabric whose nodes are alike (equal GPU counts joined by the network:
-    ``rails.rail_nodes``; no faults, which make nodes differ), every algorithm runs the same
+    ``rails.rail_nodes``, the same local GPUs of each node; no faults, which make nodes differ), every algorithm runs the same
     schedule inside each node, over identical links, so the transfers inside one node load its
     links, pay its latencies and meet its CTA rates exactly as every other node's do. The
     estimate keeps them for the first node and every transfer between nodes (which share
     NICs, leaves and spines across nodes): ``predict_s`` gives the same time as for the whole
     workload, for a build of 1/k of the intra-node transfers on k nodes."""
-    from simulator.workloads.collectives.rails import rail_nodes
+    from simulator.topology.placement import layout
+    from simulator.workloads.collectives.rails import even, rail_nodes
 
     if fabric.faults:
         return None
     nodes = rail_nodes(fabric, gpus)
-    return None if nodes is None else fabric.nodes[nodes[0][0]].group
+    if nodes is None or not even(nodes):  # uneven nodes run different schedules inside
+        return None
+    local = layout(fabric).local  # a placement may take other GPUs of each node: then they differ too
+    first = [local[g] for g in nodes[0]]
+    if any([local[g] for g in node] != first for node in nodes[1:]):
+        return None
+    return fabric.nodes[nodes[0][0]].group
