@@ -83,15 +83,17 @@ def load_topology(topology: str | Path) -> Fabric:
 
 def bench(topology: str | Path, op: str = "all_reduce", sizes: str = "1M:1G", gpus: int | None = None,
           algo: str = "auto", protocol: str = "auto", channels: int | None = None, engine: str = "auto",
-          step_factor: int = 2, root: int = 0, seed: int = 0, timing: str = "nccl-tests") -> BenchResult:
+          step_factor: int = 2, root: int = 0, seed: int = 0, timing: str = "nccl-tests",
+          placement=None) -> BenchResult:  # noqa: ANN001 - topology.placement.Placement
     """``fabricsim bench``: sweep the message sizes of one collective or copy (``timing``: see
-    ``SweepSpec.timing``)."""
-    from simulator.runner.sweeps import SweepSpec, size_list, sweep
+    ``SweepSpec.timing``; ``placement``: a ``simulator.topology.placement.Placement``, as the
+    --per-rack/--per-tray/--per-node/--ranks/--hosts flags)."""
+    from simulator.runner.sweeps import SweepSpec, select_gpus, size_list, sweep
 
     fabric = load_topology(topology)
-    n = gpus or len(fabric.gpus)
+    n = len(select_gpus(fabric, gpus or (None if placement else len(fabric.gpus)), placement))
     spec = SweepSpec(op=op, gpus=n, sizes=tuple(size_list(sizes, step_factor)), algo=algo, protocol=protocol,
-                     channels=channels, engine=engine, seed=seed, root=root, timing=timing)
+                     channels=channels, engine=engine, seed=seed, root=root, timing=timing, placement=placement)
     return BenchResult(topology=str(topology), system=fabric.name, op=op, gpus=n, rows=sweep(fabric, spec))
 
 
@@ -112,15 +114,16 @@ def run_scenario(scenario: str | Path) -> ScenarioResult:
 
 
 def compare(topologies: Sequence[str | Path], op: str = "all_reduce", sizes: str = "1M,64M,1G",
-            gpus: int | None = None, engine: str = "auto") -> ScenarioResult:
-    """``fabricsim compare --op``: the same operation on several systems, with the summary."""
+            gpus: int | None = None, engine: str = "auto", placement=None) -> ScenarioResult:  # noqa: ANN001
+    """``fabricsim compare --op``: the same operation on several systems, with the summary
+    (``placement``: as for :func:`bench`, on every system)."""
     from simulator.workloads.scenario import op_scenario
 
     paths = [find(t, "topologies") for t in topologies]
     for given, path in zip(topologies, paths):
         if not path.is_file():
             raise InputError("no such topology file (nor a shipped topology of that name)", file=str(given))
-    model = op_scenario([str(p) for p in paths], op, sizes, gpus, engine)
+    model = op_scenario([str(p) for p in paths], op, sizes, gpus, engine, placement)
     return _run(model, paths)
 
 

@@ -325,6 +325,8 @@ def scenario_page() -> str:
             title = "top level (ScenarioModel)"
         elif model is scenario.FaultSpec:
             title = "`faults[]` (FaultSpec; docs/faults.md)"
+        elif model is scenario.PlacementSpec:
+            title = f"`workloads[].placement` ({model.__name__}; simulator/topology/placement.py)"
         elif "kind" in model.model_fields:
             kind = get_args(model.model_fields["kind"].annotation)[0]
             title = f"`workloads[]` with `kind: {kind}` ({model.__name__})"

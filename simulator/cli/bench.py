@@ -8,7 +8,7 @@ import typer
 
 from simulator.cli.common import (ArbiterOpt, CrossbarOpt, EngineOpt, IterationsOpt, PacketBytesOpt, QueueingOpt,
                                    JSON_HELP, SeedOpt, SpeedupOpt, load_fabric, report_console, switch_flags)
-from simulator.cli.common import FaultOpt
+from simulator.cli.common import FaultOpt, HostsOpt, PerNodeOpt, PerRackOpt, PerTrayOpt, RanksOpt, placement_flags
 from simulator.errors import InputError
 
 if TYPE_CHECKING:  # the CLI imports the model only when a command runs (fast --help)
@@ -20,7 +20,14 @@ def register(app: typer.Typer) -> None:
         topology: Annotated[str, typer.Argument(help="Topology YAML, or a shipped topology by name (hgx_h100; see fabricsim list).")],
         op: Annotated[str, typer.Option(help="all_reduce, all_gather, reduce_scatter, alltoall, broadcast, reduce, "
                                              "gather, scatter, sendrecv, or a copy: h2d, d2h, p2p.")] = "all_reduce",
-        gpus: Annotated[Optional[int], typer.Option(min=1, help="Use the first N GPUs (default: all).")] = None,
+        gpus: Annotated[Optional[int], typer.Option(min=1, help="Use N GPUs: the first N in rank order, or where "
+                                                          "the placement flags put them (default: all, or what "
+                                                          "they give).")] = None,
+        per_rack: PerRackOpt = None,
+        per_tray: PerTrayOpt = None,
+        per_node: PerNodeOpt = None,
+        ranks: RanksOpt = None,
+        hosts: HostsOpt = None,
         sizes: Annotated[str, typer.Option(help="1K:8G (doubling), a list 1M,64M, or one size.")] = "1M:1G",
         step_factor: Annotated[int, typer.Option(
             "--step-factor", "-f", min=2, help="Multiply the size by this between LO and HI of --sizes LO:HI "
@@ -86,14 +93,19 @@ def register(app: typer.Typer) -> None:
         for line in fabric.warnings:  # what the faults did beyond the table (a BER that takes links down)
             if line not in healthy.warnings:
                 typer.echo(f"fabricsim: warning: {line}", err=True)
-        n = gpus or len(fabric.gpus)
+        from simulator.runner.sweeps import select_gpus
+
+        placement = placement_flags(per_rack, per_tray, per_node, ranks, hosts)
+        placed = select_gpus(fabric, gpus or (None if placement else len(fabric.gpus)), placement, field="--gpus")
+        n = len(placed)
+        where = f" ({placement.describe()})" if placement else ""
         if root >= n:
             raise InputError(f"root rank {root} does not exist: the run has ranks 0..{n - 1}", field="root")
         wanted = size_list(sizes, step_factor)
         rounded = tuple(dict.fromkeys(round_to_elements(op, s, n, dtype) for s in wanted))
         spec = SweepSpec(op=op, gpus=n, sizes=rounded, algo=algo, root=root, timing=timing,
                          protocol=protocol, channels=channels, engine=engine, packet_bytes=packet_bytes, seed=seed,
-                         switch=switch_flags(arbiter, crossbar, iterations, speedup, queueing))
+                         switch=switch_flags(arbiter, crossbar, iterations, speedup, queueing), placement=placement)
         tracer = recorder = None
         if trace:
             from simulator.reports.trace import TraceWriter
@@ -102,7 +114,7 @@ def register(app: typer.Typer) -> None:
         if credit_plot:
             from simulator.reports.plots import CreditRecorder
 
-            recorder = CreditRecorder(fabric.channels[_credit_link(fabric, spec.gpus, link)])
+            recorder = CreditRecorder(fabric.channels[_credit_link(fabric, placed, link)])
         last: list = []
         workloads: list = []
 
@@ -115,7 +127,7 @@ def register(app: typer.Typer) -> None:
 
         from simulator.cli.progress import SweepProgress
 
-        with SweepProgress(Console(stderr=True), f"{op} on {spec.gpus} GPUs") as progress:
+        with SweepProgress(Console(stderr=True), f"{op} on {spec.gpus} GPUs{where}") as progress:
             rows = sweep(fabric, spec, on_row=progress.row, on_plan=progress.plan, on_hops=progress.hops, **kwargs)
         if heatmap:
             from simulator.reports.plots import link_utilization_heatmap
@@ -136,8 +148,11 @@ def register(app: typer.Typer) -> None:
                               label=recorder.name, slots=_slot_timeline(fabric, workloads[-1], last[-1]),
                               credit_bytes=recorder.credit_bytes)
         if json_path:
-            write_json(json_path, {"topology": topology, "op": op, "gpus": spec.gpus, "algo": algo,
-                                   "engine": engine, "timing": timing, "dtype": dtype, "root": root, "rows": rows}, inputs)
+            write_json(json_path, {"topology": topology, "op": op, "gpus": spec.gpus,
+                                   "placement": placement.describe() if placement else None,
+                                   "nodes": _node_counts(fabric, placed), "algo": algo,
+                                   "engine": engine, "timing": timing, "dtype": dtype, "root": root,
+                                   "faults": list(fabric.faults), "rows": rows}, inputs)
         if plot:
             from simulator.reports.plots import busbw_vs_size
 
@@ -154,7 +169,8 @@ def register(app: typer.Typer) -> None:
             from simulator.reports.fit import fit
 
             out = report_console(stderr=json_path == "-")
-            out.print(fit(nccl_table(op, spec.gpus, rows, title=f"{fabric.name}: {op} on {spec.gpus} GPUs{note}",
+            out.print(fit(nccl_table(op, spec.gpus, rows,
+                                     title=f"{fabric.name}: {op} on {spec.gpus} GPUs{where}{note}",
                                      dtype=dtype, root=root),
                           out.width, optional=("#wrong", "redop", "type", "count (elements)", "root")))
             if fabric.faults:  # healthy vs degraded side by side (issue 12)
@@ -163,6 +179,15 @@ def register(app: typer.Typer) -> None:
 
                 compared = healthy_vs_degraded(healthy, fabric, spec, rows)
                 out.print(fit(fault_table(fabric, compared), out.width, optional=("how healthy", "how degraded")))
+
+
+def _node_counts(fabric: Fabric, gpus: list[str]) -> dict[str, int]:
+    """The job's GPUs per node (``Node.group``), in order: what an uneven placement looks like."""
+    counts: dict[str, int] = {}
+    for g in gpus:
+        name = fabric.nodes[g].group or fabric.name
+        counts[name] = counts.get(name, 0) + 1
+    return counts
 
 
 def _slot_timeline(fabric: Fabric, workload, result):
@@ -181,13 +206,15 @@ def _slot_timeline(fabric: Fabric, workload, result):
     return side.slot_timeline(t.bytes, send, side.flag_s, route_lat_s(fabric, t.src, t.dst))
 
 
-def _credit_link(fabric: Fabric, gpus: int, link: int | None) -> int:
-    """The channel to record: ``link`` if given, else GPU 0's first hop towards GPU 1 (or any GPU)."""
+def _credit_link(fabric: Fabric, gpus: list[str], link: int | None) -> int:
+    """The channel to record: ``link`` if given, else the job's rank 0's first hop towards its
+    rank 1 (or any GPU)."""
     from simulator.topology.routing import equal_cost_routes
 
     if link is not None:
         if not 0 <= link < len(fabric.channels):
             raise InputError(f"{fabric.name} has channels 0..{len(fabric.channels) - 1}, not {link}", field="link")
         return link
-    src, dst = fabric.gpus[0], fabric.gpus[1 % max(1, min(gpus, len(fabric.gpus)))]
+    src = gpus[0]
+    dst = gpus[1] if len(gpus) > 1 else next((g for g in fabric.gpus if g != src), src)
     return equal_cost_routes(fabric, src, dst)[0][0]

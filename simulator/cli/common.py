@@ -63,6 +63,30 @@ def print_warnings(model, console) -> None:  # noqa: ANN001
         console.print(f"[yellow]warning:[/yellow] {escape(line)}", highlight=False, soft_wrap=True)
 
 
+PerRackOpt = Annotated[Optional[int], typer.Option(
+    "--per-rack", min=1, help="GPUs from each rack (NVLink domain: an NVL72 rack, an HGX server), racks in rank "
+                              "order, the first GPUs of each (trays whole); with --gpus as many racks as it needs.")]
+PerTrayOpt = Annotated[Optional[int], typer.Option(
+    "--per-tray", min=1, help="GPUs from each compute tray (rack<R>-tray<T>; 4 GPUs on GB200).")]
+PerNodeOpt = Annotated[Optional[int], typer.Option(
+    "--per-node", min=1, help="GPUs from each node (the topology's enclosures: hgx0, rack3, compute5).")]
+RanksOpt = Annotated[Optional[str], typer.Option(
+    "--ranks", help="Explicit GPU ranks in job order, e.g. 0-63,72-135.")]
+HostsOpt = Annotated[Optional[str], typer.Option(
+    "--hosts", help="Slurm-style host list: rack[0-1]-tray[0-15], hgx[0-3], rack0,rack2, or enclosure and GPU "
+                    "names (with --per-rack/--per-tray/--per-node: that many from each among them).")]
+
+
+def placement_flags(per_rack: int | None = None, per_tray: int | None = None, per_node: int | None = None,
+                    ranks: str | None = None, hosts: str | None = None):  # noqa: ANN201 - Placement | None
+    """The placement flags as a ``topology.placement.Placement`` (None when none is given)."""
+    if all(v is None for v in (per_rack, per_tray, per_node, ranks, hosts)):
+        return None
+    from simulator.topology.placement import Placement
+
+    return Placement(per_rack=per_rack, per_tray=per_tray, per_node=per_node, ranks=ranks, hosts=hosts)
+
+
 FaultOpt = Annotated[Optional[list[str]], typer.Option(
     "--fault", help="A fault to apply (repeatable): KIND:key=value,... e.g. switch_down:enclosure=switch_tray0, "
                     "link_down:from=compute0.gpu0,to=switch_tray0.nvsw0, degraded_width:from=server.gpu0,to=server.psw0,"
@@ -98,24 +122,17 @@ def fault_specs(values: list[str]) -> tuple[list, Callable[[int, str | None, str
 
 def fault_flags(values: list[str]) -> tuple[list, list]:
     """``--fault`` values -> (fault specs, where each was written: (SourceMap, index) or None for a
-    flag). A value naming a file reads its ``faults:`` list (errors at FILE:LINE), anything else is
-    ``KIND:key=value,...`` (errors name ``--fault``)."""
-    from pydantic import BaseModel, ConfigDict
-
+    flag). A value naming a file reads its ``faults:`` list (``topology.fault_file``: errors at
+    FILE:LINE; a missing ``x.yaml`` is "no such fault file"), anything else is ``KIND:key=value,...``
+    (errors name ``--fault``)."""
     from simulator.hardware.faults import FaultSpec, parse_fault_flag
-    from simulator.topology.loader import load_yaml
-    from simulator.topology.validate import validate_model
-
-    class _FaultFile(BaseModel):
-        model_config = ConfigDict(extra="forbid")
-        faults: list[FaultSpec]
+    from simulator.topology.fault_file import looks_like_file, read_fault_file
 
     specs: list = []
     where: list = []
     for value in values:
-        if Path(value).is_file():
-            data, sources = load_yaml(value)
-            found = validate_model(_FaultFile, data, sources).faults
+        if Path(value).exists() or looks_like_file(value):  # a fault file, or a topology with faults:
+            found, sources = read_fault_file(value)
             specs += found
             where += [(sources, j) for j in range(len(found))]
             continue

@@ -7,9 +7,10 @@ from typing import Annotated, Optional
 
 import typer
 
-from simulator.cli.common import (JSON_HELP, EngineOpt, FaultOpt, LaunchOpt, OversubscribeOpt, PartsOpt,
-                                  fault_files, fault_specs, launch_flag, output_plan, parts_flags, plain_console,
-                                  print_warnings, report_console)
+from simulator.cli.common import (JSON_HELP, EngineOpt, FaultOpt, HostsOpt, LaunchOpt, OversubscribeOpt, PartsOpt,
+                                  PerNodeOpt, PerRackOpt, PerTrayOpt, RanksOpt, fault_files, fault_specs, launch_flag,
+                                  output_plan, parts_flags, placement_flags, plain_console, print_warnings,
+                                  report_console)
 from simulator.errors import InputError
 
 
@@ -18,7 +19,13 @@ def register(app: typer.Typer) -> None:
     def compare(
         topologies: Annotated[list[str], typer.Argument(help="Two or more topology YAML files or shipped names (hgx_h100).")],
         op: Annotated[Optional[str], typer.Option(help="Collective or copy to compare (with --sizes).")] = None,
-        gpus: Annotated[Optional[int], typer.Option(min=1, help="First N GPUs of each system (default: all).")] = None,
+        gpus: Annotated[Optional[int], typer.Option(min=1, help="N GPUs of each system: the first N, or where the "
+                                                          "placement flags put them (default: all).")] = None,
+        per_rack: PerRackOpt = None,
+        per_tray: PerTrayOpt = None,
+        per_node: PerNodeOpt = None,
+        ranks: RanksOpt = None,
+        hosts: HostsOpt = None,
         sizes: Annotated[str, typer.Option(help="1K:8G (doubling), a list 1M,64M, or one size.")] = "1M,64M,1G",
         scenario: Annotated[Optional[str], typer.Option(help="Run this scenario's workloads instead of --op.")] = None,
         engine: EngineOpt = "auto",
@@ -49,11 +56,16 @@ def register(app: typer.Typer) -> None:
                 raise InputError("no such topology file (nor a shipped topology of that name: see fabricsim list)",
                                  file=topo)
         topologies = [str(topology_path(t)) for t in topologies]
+        placement = placement_flags(per_rack, per_tray, per_node, ranks, hosts)
         if scenario:
+            if placement or gpus:
+                raise InputError("only with --op: a scenario's items say their GPUs (gpus:, tp:, placement:)",
+                                 field="--gpus" if gpus else "--per-rack" if per_rack else "--per-tray" if per_tray
+                                 else "--per-node" if per_node else "--ranks" if ranks else "--hosts")
             model, _ = load_scenario(scenario)
             model = model.model_copy(update={"topologies": topologies, "engine": engine})
         else:
-            model = op_scenario(topologies, op, sizes, gpus, engine)
+            model = op_scenario(topologies, op, sizes, gpus, engine, placement)
         if allow_oversubscribe:
             model = model.model_copy(update={"allow_oversubscribe": True})
         from simulator.cli.progress import ScenarioStatus

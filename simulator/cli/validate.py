@@ -8,7 +8,8 @@ from typing import TYPE_CHECKING, Annotated, Optional
 
 import typer
 
-from simulator.cli.common import EngineOpt, load_fabric, plain_console, report_console
+from simulator.cli.common import (EngineOpt, HostsOpt, PerNodeOpt, PerRackOpt, PerTrayOpt, RanksOpt, load_fabric,
+                                  placement_flags, plain_console, report_console)
 from simulator.errors import InputError
 
 if TYPE_CHECKING:
@@ -36,6 +37,11 @@ def register(app: typer.Typer) -> None:
         gpus: Annotated[Optional[int], typer.Option(
             min=1, help="With --nccl-tests: the rank count, where the log does not say it (it must agree where "
                         "it does).")] = None,
+        per_rack: PerRackOpt = None,
+        per_tray: PerTrayOpt = None,
+        per_node: PerNodeOpt = None,
+        ranks: RanksOpt = None,
+        hosts: HostsOpt = None,
         op: Annotated[Optional[str], typer.Option(
             help="With --nccl-tests: the operation, when the log does not name its binary (it must agree "
                  "where it does).")] = None,
@@ -69,13 +75,17 @@ def register(app: typer.Typer) -> None:
         if more_logs and not nccl_tests:
             raise InputError(f"{more_logs[0]!r}: log files need --nccl-tests (validate --nccl-tests LOG... "
                              "--topology T)", field="nccl_tests")
+        placement = placement_flags(per_rack, per_tray, per_node, ranks, hosts)
         if logs:
             _validate_logs(logs, topology, gpus=gpus, op=op, env=env or [], strict=strict, only=run, algo=algo,
+                           placement=placement,
                            protocol=protocol, engine=engine, in_place=in_place,
                            threshold=DEFAULT_THRESHOLD_PCT if threshold is None else threshold,
                            as_json=as_json, plot=plot)
             return
         for flag, value in (("topology", topology), ("gpus", gpus), ("op", op), ("in_place", in_place),
+                            ("--per-rack", per_rack), ("--per-tray", per_tray), ("--per-node", per_node),
+                            ("--ranks", ranks), ("--hosts", hosts),
                             ("env", env), ("strict", strict), ("run", run),
                             ("algo", algo != "auto"), ("protocol", protocol != "auto"), ("engine", engine != "auto")):
             if value:
@@ -162,7 +172,7 @@ def _read_logs(logs: list[str], *, op: str | None, gpus: int | None, env: list[s
 
 def _validate_logs(logs: list[str], topology: str | None, *, gpus: int | None, op: str | None, env: list[str],
                    strict: bool, only: int | None, algo: str, protocol: str, engine: str, in_place: bool,
-                   threshold: float, as_json: bool, plot: str | None) -> None:
+                   threshold: float, as_json: bool, plot: str | None, placement=None) -> None:  # noqa: ANN001
     """Every size of every nccl-tests log: measured vs predicted, a table per test, one summary."""
     import json
 
@@ -180,14 +190,16 @@ def _validate_logs(logs: list[str], topology: str | None, *, gpus: int | None, o
     with console.status("simulating the logged sizes") as status:
         for run in runs:
             rows = compare_run(fabric, run, algo=algo, protocol=protocol, engine=engine,
-                               in_place=in_place, threshold_pct=threshold,
+                               in_place=in_place, threshold_pct=threshold, placement=placement,
                                on_row=lambda r, run=run: status.update(f"{run_label(run, r['ranks'])}: {r['bytes']} B"))
             results.append((run, rows))
     every = [r for _, rows in results for r in rows]
     total = summarize(every)
     failed = [r for r in every if not r["passed"]]
     if as_json:
-        typer.echo(json.dumps({"topology": topology, "threshold_pct": threshold, "summary": total.as_dict(),
+        typer.echo(json.dumps({"topology": topology, "threshold_pct": threshold,
+                               "gpu_placement": placement.describe() if placement else None,
+                               "summary": total.as_dict(),
                                "failed": len(failed),
                                "row_counts": _total_counts(runs),
                                "logs": [{"log": run.path, "test": run.test, "op": run.op, "op_from": run.op_from,

@@ -21,8 +21,9 @@ from typing import Callable
 import numpy as np
 
 from simulator.errors import InputError
-from simulator.runner.sweeps import SweepSpec, sweep
+from simulator.runner.sweeps import SweepSpec, select_gpus, sweep
 from simulator.topology.fabric import Fabric
+from simulator.topology.placement import Placement
 from simulator.workloads.collectives import OPS as SIMULATED_OPS
 from simulator.workloads.traces.nccl_tests_log import NcclTestsRun
 
@@ -138,6 +139,14 @@ class RowCounts:
                 "unusable": self.unusable}
 
 
+def _flag(placement: Placement) -> str:
+    """The flag of a placement request (the first given)."""
+    from simulator.topology.placement import FLAGS
+
+    return next(FLAGS[k] for k in ("per_rack", "per_tray", "per_node", "ranks", "hosts")
+                if getattr(placement, k) is not None)
+
+
 def row_counts(run: NcclTestsRun) -> RowCounts:
     sized = len(run.sized_rows)
     return RowCounts(used=sized, zero_bytes=len(run.rows) - sized, unusable=run.skipped_rows)
@@ -146,13 +155,15 @@ def row_counts(run: NcclTestsRun) -> RowCounts:
 def compare_run(fabric: Fabric, run: NcclTestsRun, *, gpus: int | None = None, algo: str = "auto",
                 protocol: str = "auto", engine: str = "auto", in_place: bool = False,
                 threshold_pct: float | None = None,
-                on_row: Callable[[dict], None] | None = None) -> list[dict]:
+                on_row: Callable[[dict], None] | None = None, placement: Placement | None = None) -> list[dict]:
     """One row per size of ``run`` above 0 B: measured and predicted time (us) and busbw (GB/s), errors
     (%), and the algorithm, protocol and engine of the prediction. ``gpus`` says the rank count where
     the log does not (it must agree where it does); ``algo``/``protocol`` left at auto take
     NCCL_ALGO/NCCL_PROTO from the log (:func:`settings_for`); ``in_place`` compares the in-place
     columns, not the out-of-place ones. With ``threshold_pct``, ``passed`` says whether |busbw error|
-    (else |time error|) is within it."""
+    (else |time error|) is within it. ``placement`` (``--per-rack``, ``--ranks``, ``--hosts``...) says
+    which GPUs of the topology the log's ranks ran on; default the first in rank order; a placement
+    that gives another count than the log's ranks is an error naming the flag."""
     if run.op not in SIMULATED_OPS:
         raise InputError(f"fabricsim does not simulate {run.op} (found from the {run.op_from}); it simulates "
                          f"{', '.join(SIMULATED_OPS)}", file=run.path, line=run.header_line)
@@ -160,6 +171,8 @@ def compare_run(fabric: Fabric, run: NcclTestsRun, *, gpus: int | None = None, a
         raise InputError(f"--gpus {gpus} contradicts the log, which ran on {run.ranks} ranks ({run.ranks_from})",
                          file=run.path, line=run.rank_lines[0].line if run.rank_lines else run.header_line)
     ranks = gpus or run.ranks
+    if ranks is None and placement is not None:  # the placement says how many
+        ranks = len(select_gpus(fabric, None, placement))
     if ranks is None:
         raise InputError("the log says nothing to count ranks from (no '#  Rank ... device ...' lines, no NCCL "
                          "Init lines, a bus factor of 1); pass --gpus N", file=run.path, line=run.header_line)
@@ -174,10 +187,23 @@ def compare_run(fabric: Fabric, run: NcclTestsRun, *, gpus: int | None = None, a
                          "run nccl-tests with a larger -b", file=run.path, line=run.header_line)
     if in_place and any(r.in_place is None for r in logged):
         raise InputError("--in-place: the log has no in-place columns", file=run.path, line=run.header_line)
+    if placement is not None:
+        try:
+            select_gpus(fabric, ranks, placement)
+        except InputError as err:
+            if err.field != "--gpus":
+                raise
+            said = f"the log ran on {ranks} ranks ({run.ranks_from})"  # the count came from the log: say so
+            if placement.ranks is not None or (placement.hosts is not None and placement.per() is None):
+                given = len(select_gpus(fabric, None, placement))
+                raise InputError(f"{said}, but it {'lists' if placement.ranks is not None else 'gives'} {given} "
+                                 f"GPUs; place {ranks}", field=_flag(placement)) from None
+            raise InputError(f"{said}: {err.message}", field=_flag(placement)) from None
     settings = settings_for(run, algo, protocol)
     root = next((r.root for r in logged if r.root is not None and r.root >= 0), 0)  # rooted ops' -r
     spec = SweepSpec(op=run.op, gpus=ranks, sizes=tuple(r.bytes for r in logged), algo=settings.algo,
-                     protocol=settings.protocol, engine=engine, channels=settings.channels, root=root)
+                     protocol=settings.protocol, engine=engine, channels=settings.channels, root=root,
+                     placement=placement)
     placement = "in-place" if in_place else "out-of-place"
     rows: list[dict] = []
 

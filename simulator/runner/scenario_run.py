@@ -39,7 +39,7 @@ from simulator.units import GB
 from simulator.workloads.attention import decode_step, kv_transfer, prefill, ring_attention
 from simulator.workloads.attention.model import AttentionRun
 from simulator.workloads.scenario import (ChakraItem, CollectiveItem, CopyItem, DecodeItem, PrefillItem,
-                                          RingAttentionItem, ScenarioModel, check_on_fabrics)
+                                          RingAttentionItem, ScenarioModel, check_on_fabrics, item_placement)
 
 US = 1e6
 
@@ -57,6 +57,8 @@ class SystemResult:
     power_W: dict = field(default_factory=dict)
     inventory: dict = field(default_factory=dict)
     """Counts of cables by kind, optical modules and retimers (from the topology)."""
+    faults: list[str] = field(default_factory=list)
+    """The faults applied to this system (``FaultSpec.describe``), empty for a healthy one."""
 
     def energy(self) -> EnergyReport:
         """The whole scenario on this system as one run: static power over the summed simulated
@@ -71,7 +73,8 @@ class SystemResult:
 
     def as_dict(self) -> dict:
         return {"topology": self.topology, "name": self.name, "rows": self.rows, "power_W": self.power_W,
-                "inventory": self.inventory, "energy_J": sum(r.get("energy_J") or 0.0 for r in self.rows)}
+                "inventory": self.inventory, "faults": self.faults,
+                "energy_J": sum(r.get("energy_J") or 0.0 for r in self.rows)}
 
 
 def inventory(fabric: Fabric) -> dict[str, int]:
@@ -111,11 +114,11 @@ def pick_peer(fabric: Fabric, src_rank: int, dst: int | str) -> tuple[str, str]:
 
 def _attention_run(fabric: Fabric, item, launch: str) -> AttentionRun:
     if isinstance(item, DecodeItem):
-        gpus = select_gpus(fabric, item.tp)
+        gpus = select_gpus(fabric, item.tp, item_placement(item), field="tp")
         return decode_step(fabric, gpus, gpu_kernels(fabric, gpus[0], launch), item.shape(item.tp),
                            item.flash_decoding, stack=item.layer_kernels)
     if isinstance(item, PrefillItem):
-        gpus = select_gpus(fabric, item.tp)
+        gpus = select_gpus(fabric, item.tp, item_placement(item), field="tp")
         return prefill(fabric, gpus, gpu_kernels(fabric, gpus[0], launch), item.shape(item.tp),
                        stack=item.layer_kernels)
     if isinstance(item, RingAttentionItem):
@@ -176,7 +179,7 @@ def _token_figures(fabric: Fabric, item, run: AttentionRun, makespan_s: float, t
     GPUs' board energy, the transport energy of the bytes moved, and the group's share of the
     fabric's static power, each reported apart."""
     f = run.figures
-    gpus = select_gpus(fabric, item.tp)
+    gpus = select_gpus(fabric, item.tp, item_placement(item), field="tp")
     gk = gpu_kernels(fabric, gpus[0], launch)
     board = gpu_energy(f["power_state_s"], gk.power_W, len(gpus), makespan_s)
     tokens = item.batch if item.kind == "decode" else item.batch * item.context
@@ -246,7 +249,8 @@ def run_scenario(scenario: ScenarioModel, topologies: list[Path],
     systems = []
     for index, (topo, fabric) in enumerate(zip(topologies, fabrics)):
         system = SystemResult(topology=str(topo), name=fabric.name, power_W={
-            "total": sum(fabric.static_power_W.values()), **fabric.static_power_W}, inventory=inventory(fabric))
+            "total": sum(fabric.static_power_W.values()), **fabric.static_power_W}, inventory=inventory(fabric),
+            faults=list(fabric.faults))
         rows = []
 
         def packet(workloads, fabric=fabric) -> PacketConfig:
@@ -309,13 +313,22 @@ def _common_engine(fabrics: list[Fabric], item, scenario: ScenarioModel, prebuil
         return "flow"
     engine = "packet"
     for index, fabric in enumerate(fabrics):
-        spec = SweepSpec(op=item.op, gpus=item.gpus or len(fabric.gpus), sizes=tuple(size_list(item.sizes)),
+        spec = SweepSpec(op=item.op, gpus=_item_count(fabric, item), sizes=tuple(size_list(item.sizes)),
                          algo=getattr(item, "algo", "auto"), protocol=getattr(item, "protocol", "auto"),
-                         channels=getattr(item, "channels", None), packet_bytes=scenario.packet_bytes)
+                         channels=getattr(item, "channels", None), packet_bytes=scenario.packet_bytes,
+                         placement=item_placement(item))
         built = prebuilt[(index, id(item))] = {}
         if sweep_engine(fabric, spec, built) != "packet":
             engine = "flow"
     return engine
+
+
+def _item_count(fabric: Fabric, item) -> int:
+    """GPUs of a collective or copy item: its ``gpus``, else what its placement gives, else all."""
+    placement = item_placement(item)
+    if item.gpus or placement is None:
+        return item.gpus or len(fabric.gpus)
+    return len(select_gpus(fabric, None, placement))
 
 
 def _item_rows(fabric: Fabric, item, scenario: ScenarioModel, packet: PacketFor,
@@ -323,10 +336,10 @@ def _item_rows(fabric: Fabric, item, scenario: ScenarioModel, packet: PacketFor,
                on_plan: Callable[[SweepPlan], None] | None = None,
                on_hops: Callable[[int, int], None] | None = None) -> list[dict]:
     if isinstance(item, (CollectiveItem, CopyItem)):
-        spec = SweepSpec(op=item.op, gpus=item.gpus or len(fabric.gpus), sizes=tuple(size_list(item.sizes)),
+        spec = SweepSpec(op=item.op, gpus=_item_count(fabric, item), sizes=tuple(size_list(item.sizes)),
                          algo=getattr(item, "algo", "auto"), protocol=getattr(item, "protocol", "auto"),
                          channels=getattr(item, "channels", None), engine=scenario.engine,
-                         packet_bytes=scenario.packet_bytes, seed=scenario.seed)
+                         packet_bytes=scenario.packet_bytes, seed=scenario.seed, placement=item_placement(item))
         return [{"workload": item.name, "kind": item.kind, "op": item.op, "gpus": spec.gpus, **row}
                 for row in sweep(fabric, spec, observer=observer, built=built, on_plan=on_plan, on_hops=on_hops)]
     if isinstance(item, ChakraItem):

@@ -28,6 +28,7 @@ from simulator.runner.estimate import SweepPlan, plan_sweep, weighed
 from simulator.runner.gpu_kernels import gpu_kernels
 from simulator.runner.packet_unit import RunUnit, choose
 from simulator.topology.fabric import Fabric, SwitchScheduling
+from simulator.topology.placement import Placement, place
 from simulator.workloads.collectives import OPS, build_collective
 from simulator.workloads.copies import COPIES, build_copy
 from simulator.workloads.sizes import MAX_SIZES, size_list  # noqa: F401  (re-exported for the CLI)
@@ -36,7 +37,8 @@ from simulator.workloads.sizes import MAX_SIZES, size_list  # noqa: F401  (re-ex
 
 @dataclass(frozen=True, slots=True)
 class SweepSpec:
-    """What to measure: an operation on the first ``gpus`` GPUs of a topology, at each size."""
+    """What to measure: an operation on ``gpus`` GPUs of a topology (the first in rank order, or
+    where ``placement`` puts them), at each size."""
 
     op: str
     gpus: int
@@ -58,21 +60,29 @@ class SweepSpec:
     which exposes the launch (``launch_s`` of the GPU architecture); or ``graph``: back-to-back calls
     captured in one CUDA graph, each paying the GPU's per-kernel fixed cost in a graph (the kernel
     model's ``graph_kernel_s``, as every other kernel)."""
+    placement: Placement | None = None
+    """Which GPUs (``topology.placement``): per rack, tray or node, a rank list or a host list;
+    None: the first ``gpus`` in rank order."""
 
 
 TIMINGS = ("nccl-tests", "single", "graph")
 
 
-def select_gpus(fabric: Fabric, count: int) -> list[str]:
-    """The first ``count`` GPUs in rank order (nccl-tests -g N on one node, or the first N ranks)."""
-    if count < 1 or count > len(fabric.gpus):
-        raise InputError(f"{fabric.name} has {len(fabric.gpus)} GPUs, asked for {count}", field="gpus")
-    return fabric.gpus[:count]
+def select_gpus(fabric: Fabric, count: int | None, placement: Placement | None = None,
+                field: str = "gpus") -> list[str]:
+    """The GPUs of a job of ``count`` GPUs: the first in rank order (nccl-tests -g N on one node, or
+    the first N ranks), or where ``placement`` puts them (``topology.placement``); ``field`` names
+    the count in errors."""
+    if placement is None or placement.is_default:
+        if count is None or count < 1 or count > len(fabric.gpus):
+            raise InputError(f"{fabric.name} has {len(fabric.gpus)} GPUs, asked for {count}", field=field)
+        return fabric.gpus[:count]
+    return list(place(fabric, count, placement))
 
 
 def build_workload(fabric: Fabric, spec: SweepSpec, nbytes: int) -> Workload:
     """The collective or copy of ``spec`` at one size."""
-    gpus = select_gpus(fabric, spec.gpus)
+    gpus = select_gpus(fabric, spec.gpus, spec.placement)
     if spec.timing not in TIMINGS:
         raise unknown_choice("timing", spec.timing, TIMINGS, field="timing")
     if spec.op in COPIES:

@@ -37,6 +37,7 @@ from simulator.errors import InputError, raise_all
 from simulator.hardware.faults import FaultSpec
 from simulator.topology.fabric import Fabric
 from simulator.topology.loader import load_yaml
+from simulator.topology.placement import Placement
 from simulator.topology.validate import validate_model
 from simulator.workloads.attention.layer import DEFAULT_STACK, LAYER_STACKS
 from simulator.workloads.attention.model import DTYPE_BYTES, ModelShape
@@ -141,6 +142,46 @@ class KvModelSpec(ModelSpec):
     """Vocabulary size (config.json vocab_size); not used by a KV transfer."""
 
 
+class PlacementSpec(_Item):
+    """Which GPUs an item runs on (``simulator/topology/placement.py``), next to its GPU count
+    (``gpus``, or ``tp``): at most one count per unit, or a rank list, or a host list (which may
+    take a count per unit too). Left out: the first GPUs in rank order.
+
+        placement: {per_rack: 64}                 # with gpus: 128 on two NVL72 racks: 64 + 64, trays whole
+        placement: {ranks: 0-63,72-135}
+        placement: {hosts: "rack[0-1]-tray[0-15]"}
+    """
+
+    per_rack: int | None = Field(default=None, ge=1)
+    """GPUs from each rack (NVLink domain: an NVL72 rack, an HGX server), racks in rank order; with
+    a count, as many racks as it needs, the last one holding the remainder."""
+    per_tray: int | None = Field(default=None, ge=1)
+    """GPUs from each compute tray (``rack<R>-tray<T>``; 4 GPUs on GB200)."""
+    per_node: int | None = Field(default=None, ge=1)
+    """GPUs from each node (the topology's enclosures: ``hgx0``, ``rack3``, ``compute5``)."""
+    ranks: str | list[int] | None = None
+    """Explicit ranks in job order: ``0-63,72-135`` or a list."""
+    hosts: str | None = None
+    """Slurm-style host list: ``rack[0-1]-tray[0-15]``, ``hgx[0-3]``, enclosure or GPU names."""
+
+    def request(self) -> Placement:
+        """As the placement module's request."""
+        ranks = self.ranks if self.ranks is None or isinstance(self.ranks, str) else tuple(self.ranks)
+        return Placement(per_rack=self.per_rack, per_tray=self.per_tray, per_node=self.per_node, ranks=ranks,
+                         hosts=self.hosts)
+
+
+def item_placement(item: Any) -> Placement | None:
+    """The placement request of a workload item (None: first GPUs in rank order)."""
+    spec = getattr(item, "placement", None)
+    return spec.request() if isinstance(spec, PlacementSpec) else None
+
+
+PLACEMENT_NAMES = {"per_rack": "placement.per_rack", "per_tray": "placement.per_tray",
+                   "per_node": "placement.per_node", "ranks": "placement.ranks", "hosts": "placement.hosts"}
+"""How the placement module names a scenario item's placement fields in errors (a dotted path under the item)."""
+
+
 class CollectiveItem(_Item):
     kind: Literal["collective"]
     name: str
@@ -148,7 +189,10 @@ class CollectiveItem(_Item):
                 "sendrecv"]
     """Collective operation (nccl-tests size convention: see model.md); rooted ops use rank 0 as root."""
     gpus: int | None = Field(default=None, ge=2)
-    """First N GPUs of the topology; default all."""
+    """GPUs of the topology, the first N in rank order unless ``placement`` says where; default all
+    (or what the placement gives)."""
+    placement: PlacementSpec | None = None
+    """Which GPUs (below); default the first ``gpus`` in rank order."""
     sizes: Sizes = "1M:1G"
     algo: Literal["auto", "ring", "tree", "direct", "nvls", "hierarchical"] = "auto"
     protocol: Literal["auto", "LL", "LL128", "Simple", "ideal"] = "auto"
@@ -161,6 +205,9 @@ class CopyItem(_Item):
     name: str
     op: Literal["h2d", "d2h", "p2p"]
     gpus: int = Field(default=1, ge=1)
+    """Number of GPUs copying at once: the first N ranks, or where ``placement`` puts them."""
+    placement: PlacementSpec | None = None
+    """Which GPUs copy (as for collectives); default the first ``gpus`` in rank order."""
     sizes: Sizes = "64M"
 
 
@@ -181,10 +228,13 @@ LayerKernels = Literal[tuple(LAYER_STACKS)]  # type: ignore[valid-type]
 
 
 class DecodeItem(_ModelItem):
-    """One generated token with tensor parallelism over the first ``tp`` GPUs."""
+    """One generated token with tensor parallelism over ``tp`` GPUs (the first, or ``placement``'s)."""
 
     kind: Literal["decode"]
     tp: int = Field(ge=1)
+    """Tensor-parallel degree: the first ``tp`` GPUs, or where ``placement`` puts them."""
+    placement: PlacementSpec | None = None
+    """Which GPUs hold the ``tp`` shards (as for collectives); default the first ``tp`` in rank order."""
     flash_decoding: bool = True
     layer_kernels: LayerKernels = DEFAULT_STACK  # type: ignore[valid-type]
     """Kernel sequence of a layer: ``pytorch`` (a reference PyTorch layer, what fabricsim is checked
@@ -194,6 +244,9 @@ class DecodeItem(_ModelItem):
 class PrefillItem(_ModelItem):
     kind: Literal["prefill"]
     tp: int = Field(ge=1)
+    """As for decode."""
+    placement: PlacementSpec | None = None
+    """As for decode."""
     layer_kernels: LayerKernels = DEFAULT_STACK  # type: ignore[valid-type]
     """As for decode."""
 
@@ -315,9 +368,10 @@ class ScenarioModel(_Item):
 
 
 def op_scenario(topologies: list[str], op: str, sizes: str, gpus: int | None = None,
-                engine: str = "auto") -> ScenarioModel:
-    """A one-item scenario: ``op`` at ``sizes`` on the first ``gpus`` GPUs of every topology
-    (``fabricsim compare --op``); bad values are input errors naming the field."""
+                engine: str = "auto", placement: Placement | None = None) -> ScenarioModel:
+    """A one-item scenario: ``op`` at ``sizes`` on ``gpus`` GPUs of every topology, the first in
+    rank order or where ``placement`` puts them (``fabricsim compare --op``); bad values are input
+    errors naming the field (placement errors name the flags)."""
     from pydantic import ValidationError
 
     from simulator.errors import unknown_choice
@@ -330,12 +384,21 @@ def op_scenario(topologies: list[str], op: str, sizes: str, gpus: int | None = N
     try:
         item = kind.model_validate({"kind": "copy" if op in COPIES else "collective",
                                     "name": f"{op}{f' {gpus} GPUs' if gpus else ''}", "op": op,
-                                    "sizes": sizes, **({"gpus": gpus} if gpus else {})})
+                                    "sizes": sizes, **({"gpus": gpus} if gpus else {}),
+                                    **({"placement": _placement_data(placement)} if placement else {})})
         return ScenarioModel(name=f"{op} on {' vs '.join(Path(t).stem for t in topologies)}",
                              topologies=list(topologies), engine=engine, workloads=[item])  # type: ignore[arg-type]
     except ValidationError as err:
         first = err.errors(include_url=False)[0]
         raise InputError(first["msg"], field=str(first["loc"][-1]) if first["loc"] else None) from None
+
+
+def _placement_data(placement: Placement) -> dict:
+    """A placement request as a scenario item's ``placement:`` mapping."""
+    ranks = placement.ranks if placement.ranks is None or isinstance(placement.ranks, str) else list(placement.ranks)
+    data = {"per_rack": placement.per_rack, "per_tray": placement.per_tray, "per_node": placement.per_node,
+            "ranks": ranks, "hosts": placement.hosts}
+    return {k: v for k, v in data.items() if v is not None}
 
 
 def load_scenario(path: str | Path) -> tuple[ScenarioModel, list[Path]]:
@@ -478,7 +541,12 @@ def fabric_problems(scenario: ScenarioModel, fabric: Fabric, topology: str) -> l
         if scenario._sources is not None:
             problems.append(scenario._sources.error(path, message))
         else:
-            problems.append(InputError(message, field=path[-1] if isinstance(path[-1], str) else None))
+            field = path[-1] if isinstance(path[-1], str) else None
+            if len(path) > 1 and path[-2] == "placement":  # compare --op: the placement came from its flags
+                from simulator.topology.placement import FLAGS
+
+                field = FLAGS.get(str(path[-1]), field)
+            problems.append(InputError(message, field=field))
 
     def count(path: tuple, value: int | None, what: str) -> None:
         if value is not None and value > n:
@@ -488,11 +556,12 @@ def fabric_problems(scenario: ScenarioModel, fabric: Fabric, topology: str) -> l
         here = ("workloads", i)
         if isinstance(item, (CollectiveItem, CopyItem)):
             count((*here, "gpus"), item.gpus, "asks for")
+        placed = placed_gpus(item, fabric, problem, here)
         if isinstance(item, CopyItem) and item.op in ("h2d", "d2h") and not has_host:
             problem((*here, "op"), f"{item.op} copies to or from a host, but {system} has no host node "
                                    f"(use p2p, or a topology with a host)")
-        if isinstance(item, CollectiveItem) and item.algo != "auto" and (item.gpus or n) <= n:
-            why = ALGORITHMS[item.algo].applicable(fabric, tuple(fabric.gpus[:item.gpus or n]))
+        if isinstance(item, CollectiveItem) and item.algo != "auto" and (item.gpus or n) <= n and placed:
+            why = ALGORITHMS[item.algo].applicable(fabric, placed)
             if why:
                 problem((*here, "algo"), f"{item.algo} cannot run on {system}: {why}")
         if isinstance(item, (DecodeItem, PrefillItem)):
@@ -511,6 +580,24 @@ def fabric_problems(scenario: ScenarioModel, fabric: Fabric, topology: str) -> l
         if job.op in ("h2d", "d2h") and not has_host:
             problem(("jobs", i, "op"), f"{job.op} needs a host node, but {system} has none")
     return problems
+
+
+def placed_gpus(item: Any, fabric: Fabric, problem: Any, here: tuple) -> tuple[str, ...] | None:
+    """The GPUs an item runs on (its ``placement``, else the first in rank order), or None after
+    reporting why they cannot be placed to ``problem(path, message)`` (path under the item)."""
+    from simulator.topology.placement import place
+
+    count_key = "tp" if isinstance(item, (DecodeItem, PrefillItem)) else "gpus"
+    count = getattr(item, count_key, None)
+    if not isinstance(item, (CollectiveItem, CopyItem, DecodeItem, PrefillItem)):
+        return None
+    if count is not None and count > len(fabric.gpus):
+        return None  # reported as too many GPUs
+    try:
+        return place(fabric, count, item_placement(item), names={"gpus": count_key, **PLACEMENT_NAMES})
+    except InputError as err:
+        problem((*here, *str(err.field).split(".")), err.message)
+        return None
 
 
 def gpu_hbm_bytes(fabric: Fabric, gpu: str) -> tuple[str, float]:
