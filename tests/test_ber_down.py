@@ -76,8 +76,9 @@ def test_bench_with_a_ber_that_takes_every_link_down_says_why_and_divides_by_not
     assert lines[0] == (f"fabricsim: warning: --fault: ber from=* to=* ber={shown}: this bit error rate takes links "
                         f"down (144 nvlink links: {NVLINK_DOWN}; 12 pcie links: at or above ber=0.00081 a 284 B "
                         f"packet fails all 4 transmissions more often than not), {WHY}")
-    assert lines[-1] == ("fabricsim: --gpus: all_reduce cannot run on HGX H100: no route from hgx.gpu0 to hgx.gpu1 "
-                         f"(faults: ber from=* to=* ber={shown} (156 links down))")
+    assert lines[-1] == (f"fabricsim: --fault: all_reduce cannot run on HGX H100 with its faults (ber from=* to=* "
+                         f"ber={shown} (156 links down)): no route from hgx.gpu0 to hgx.gpu1; the faults leave these "
+                         "GPUs unconnected (fewer faults, or GPUs they leave connected, would run)")
 
 
 def test_a_ber_that_takes_one_link_down_runs_around_it_with_the_warning(tmp_path):

@@ -104,7 +104,8 @@ class FaultSpec(BaseModel):
 def parse_fault_flag(text: str) -> dict[str, Any]:
     """``--fault KIND:key=value,key=value`` -> the mapping a YAML fault would be (values stay
     strings except numbers); e.g. ``switch_down:enclosure=switch_tray0`` or
-    ``degraded_width:from=server.gpu0,to=server.psw0,lanes=8``. Raises ValueError on bad syntax."""
+    ``degraded_width:from=server.gpu0,to=server.psw0,lanes=8``. Raises ValueError on bad syntax
+    (a key given twice, ``at=1us,at=2us``, included: it was the last one silently)."""
     kind, sep, rest = text.partition(":")
     if not kind.strip():
         raise ValueError("expected KIND:key=value,... e.g. switch_down:enclosure=switch_tray0")
@@ -114,6 +115,9 @@ def parse_fault_flag(text: str) -> dict[str, Any]:
         if not eq or not key.strip() or not value.strip():
             raise ValueError(f"expected key=value, got {item!r}")
         key, value = key.strip(), value.strip()
+        if key in out or (key == "kind"):
+            raise ValueError(f"{key!r} given twice ({key}={out.get(key, out['kind'])!r} and {key}={value!r}); "
+                             f"give it once" if key != "kind" else "the kind goes before ':', not as kind=")
         if key in ("links", "lanes"):
             try:
                 out[key] = int(value)

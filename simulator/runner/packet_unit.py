@@ -41,8 +41,11 @@ from simulator.engine.packet import PacketConfig
 from simulator.engine.packet.sizing import (distinct_routes, fine_packet_bytes, is_coarse, is_fine, route_use,
                                             transit_s)
 from simulator.engine.transfer import Workload
+from simulator.errors import InputError
 from simulator.topology.fabric import Fabric, SwitchScheduling
 
+MIN_PACKET_BYTES = 64
+"""Smallest transfer unit a user may give (``--packet-bytes``; scenario and sweep files: ``ge=64``)."""
 TRAIN_MIN_UNITS = 512
 """Fewest units a transfer is cut into when units grow past the fine packet. Assumption: a unit
 moves a transfer's finish by a few units of its time, so 512 keeps the error a few tenths of a
@@ -139,7 +142,10 @@ def choose(fabric: Fabric, workloads: Sequence[Workload], *, seed: int = 0, pack
     with the run's switch scheduling defaults ``switch``, and the unit chosen (None: the user
     gave ``packet_bytes``). An ``observed`` run (credit timeline, packet trace) moves fine packets."""
     config = PacketConfig(seed=seed).with_switch(switch)
-    if packet_bytes:
+    if packet_bytes is not None:
+        if isinstance(packet_bytes, bool) or packet_bytes < MIN_PACKET_BYTES:
+            raise InputError(f"must be at least {MIN_PACKET_BYTES} bytes (as in scenario and sweep files), got "
+                             f"{packet_bytes}; omit it for the run's own unit", field="packet_bytes")
         return replace(config, packet_bytes=packet_bytes), None
     unit = run_unit(fabric, workloads, config, trains=not observed)
     fine = unit.fine_bytes if unit.trains else None

@@ -127,7 +127,7 @@ def _packet_choice(fabric: Fabric, spec: SweepSpec, workload: Workload,
     """The packet engine's settings for one run and the unit chosen: the given packet size, else
     ``runner.packet_unit``'s rule (nothing to choose for a flow engine run, which has no packets;
     an observed run moves fine packets)."""
-    if not spec.packet_bytes and spec.engine == "flow":
+    if spec.packet_bytes is None and spec.engine == "flow":  # a bad given size is an error, even here
         return PacketConfig(seed=spec.seed), None
     return choose(fabric, (workload,), seed=spec.seed, packet_bytes=spec.packet_bytes, switch=spec.switch,
                   observed=observed)

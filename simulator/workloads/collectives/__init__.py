@@ -108,8 +108,11 @@ def build_collective(fabric: Fabric, gpus: list[str] | tuple[str, ...], op: str,
         return _build(fabric, gpus, op, nbytes, algo, protocol, channels, granularity, chunk_bytes, window, root,
                       table, exposed_launch, sample, kernel_fixed_s)
     except nx.NetworkXNoPath as err:
-        hint = f" (faults: {'; '.join(fabric.faults)})" if fabric.faults else ""
-        raise InputError(f"{op} cannot run on {fabric.name}: {err}{hint}", field="gpus") from None
+        if fabric.faults:  # the faults cut the route, not the choice of GPUs
+            raise InputError(f"{op} cannot run on {fabric.name} with its faults ({'; '.join(fabric.faults)}): "
+                             f"{err}; the faults leave these GPUs unconnected (fewer faults, or GPUs they leave "
+                             "connected, would run)", field="fault") from None
+        raise InputError(f"{op} cannot run on {fabric.name}: {err}", field="gpus") from None
 
 
 def _build(fabric: Fabric, gpus: tuple[str, ...], op: str, nbytes: int, algo: str, protocol: str,

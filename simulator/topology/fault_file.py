@@ -1,0 +1,56 @@
+"""A fault file, as ``--fault FILE`` reads it: a mapping with a ``faults:`` list (and a ``name``
+and ``description`` if it likes), or a topology whose ``faults:`` are taken (the shipped
+``topologies/faults/*.yaml`` extend a topology and add faults). Errors at FILE:LINE.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict
+
+from simulator.errors import InputError
+from simulator.hardware.faults import FAULT_KINDS, FaultSpec
+from simulator.topology.loader import SourceMap, load_yaml
+from simulator.topology.validate import validate_model, validate_topology
+
+FAULT_FILE_KEYS = ("faults", "name", "description")
+"""What a plain fault file holds; a file with other keys (or ``extends:``) is read as a topology."""
+
+
+class FaultFile(BaseModel):
+    """A plain fault file."""
+
+    model_config = ConfigDict(extra="forbid")
+    faults: list[FaultSpec]
+    """The faults, each as under a topology's ``faults:`` (``hardware.faults``)."""
+    name: str | None = None
+    description: str | None = None
+
+
+def looks_like_file(value: str) -> bool:
+    """Whether a ``--fault`` value that is no file was meant as one (``missing.yaml``, ``dir/f``),
+    rather than ``KIND:key=value,...``."""
+    kind = value.partition(":")[0].strip()
+    return kind not in FAULT_KINDS and (value.endswith((".yaml", ".yml")) or "/" in value or "\\" in value)
+
+
+def read_fault_file(path: str | Path) -> tuple[list[FaultSpec], SourceMap]:
+    """The faults of ``path`` and where each was written (``("faults", j)`` in the source map)."""
+    path = Path(path)
+    if path.is_dir():
+        raise InputError("is a folder; --fault takes a YAML file with a faults: list", file=str(path))
+    if not path.is_file():
+        raise InputError("no such fault file (--fault takes a YAML file with a faults: list, or "
+                         f"KIND:key=value,... with KIND one of {', '.join(FAULT_KINDS)})", file=str(path))
+    data, sources = load_yaml(path)
+    if not isinstance(data, dict):
+        raise InputError("a fault file is a mapping with a faults: list", file=str(path), line=1)
+    if len(sources.files) > 1 or set(data) - set(FAULT_FILE_KEYS):
+        faults = list(validate_topology(data, sources).faults)  # a topology with faults
+    else:
+        faults = validate_model(FaultFile, data, sources).faults
+    if not faults:
+        raise sources.error(("faults",) if "faults" in data else (),
+                            "names no faults: --fault takes a file whose faults: list has at least one")
+    return faults, sources
