@@ -93,3 +93,28 @@ def test_summary_names_the_winner_per_size_range():
     assert text == ("H100 is faster than NVL72 at 1 MiB by 1.5x; NVL72 is faster than H100 from 64 MiB to "
                     "1 GiB by 1.3x to 1.7x")
     assert _verdict("A", "B", [8, 16], [1.01, 0.98]) == "A and B are about as fast (within 5%)"
+
+
+@pytest.mark.parametrize("width", [80, 120])
+def test_tokens_are_never_cut_and_system_names_do_not_stack(width):
+    # issue 27, item 1: at 120 columns 'nvls/Simple/24ch/flow' broke into 'nvls/Simple/2' and '4ch/flow'
+    from rich.console import Console
+    from rich.table import Table
+
+    from simulator.reports.fit import fit
+
+    t = Table()
+    for c in ["size", "system", "GPUs", "time (us)", "x ref", "algbw (GB/s)", "busbw (GB/s)", "algo/proto/ch/engine",
+              "busiest link", "energy (J)", "avg W", "p99 pkt (us)"]:
+        t.add_column(c, justify="left" if c in ("system", "algo/proto/ch/engine", "busiest link") else "right")
+    for _ in range(3):
+        t.add_row("1 MiB", "Hopper IB rack (9 x HGX H100)", "72", "128.23", "2.04", "8.18", "16.13",
+                  "nvls/Simple/24ch/flow", "nvlink5 switch->gpu (3% busy)", "0.352", "5,600", "1.25")
+    out = Console(width=width, record=True, color_system=None)
+    from simulator.reports.scenario_text import DROP_WHEN_NARROW
+
+    out.print(fit(t, width, optional=DROP_WHEN_NARROW))
+    text = out.export_text()
+    assert max(len(line) for line in text.splitlines()) <= width
+    assert "nvls/Simple/24ch/flow" in text and "128.23" in text and "16.13" in text
+    assert ("switch->gpu" in text) == (width >= 120)  # the busiest link is kept at 120, whole

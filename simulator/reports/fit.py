@@ -8,6 +8,7 @@ lines, the table drops its outer frame, and the caller's optional columns go, le
 
 from __future__ import annotations
 
+import io
 from typing import Sequence
 
 from rich import box
@@ -16,8 +17,10 @@ from rich.measure import Measurement
 from rich.table import Column, Table
 from rich.text import Text
 
-TEXT_MIN = 12
-"""Narrowest width (characters) a wrapping text column may get before columns are dropped."""
+TOKEN_MAX = 32
+"""A text column whose every cell is one word of at most this many characters (``nvls/Simple/24ch/flow``,
+a part name) never wraps: a token is never cut in two (issue 27, item 1); text with spaces wraps at
+them."""
 
 _MEASURE = Console(width=10_000, color_system=None)
 
@@ -32,8 +35,23 @@ def _cell_widths(column: Column) -> list[Measurement]:
     return [Measurement.get(_MEASURE, options, cell) for cell in [column.header, *column.cells]]
 
 
+def _token(cell: object) -> bool:
+    text = cell.plain if isinstance(cell, Text) else str(cell)
+    return 0 < len(text) <= TOKEN_MAX and not any(ch.isspace() for ch in text)
+
+
+def _two_lines(text: str) -> str:
+    """``text`` broken at the space or underscore nearest its middle (unchanged without one)."""
+    cuts = [i for i, ch in enumerate(text) if ch in " _"]
+    if not cuts:
+        return text
+    i = min(cuts, key=lambda c: abs(c - len(text) / 2))
+    return text[:i] + "\n" + text[i + 1:]
+
+
 def narrowest(table: Table) -> int:
-    """Width of the table when text columns wrap down to :data:`TEXT_MIN` and numbers stay whole."""
+    """Width of the table when text columns wrap down to their longest word (at most
+    :data:`TOKEN_MAX`) and numbers stay whole."""
     pad = table.padding[1] + table.padding[3]
     total = 0
     for column in table.columns:
@@ -41,10 +59,21 @@ def narrowest(table: Table) -> int:
         if column.no_wrap:
             total += max(m.maximum for m in widths)
         else:
-            total += min(max(m.minimum for m in widths), TEXT_MIN)
+            total += min(max(m.minimum for m in widths), TOKEN_MAX)  # its longest word stays whole
         total += pad
     edges = ((2 if table.show_edge else 0) + len(table.columns) - 1) if table.box else 0
-    return total + edges
+    # rich's own minimum, which also counts what the sum above does not (min_width, collapsed padding)
+    return max(total + edges, Measurement.get(_MEASURE, _MEASURE.options, table).minimum)
+
+
+def _fits(table: Table, width: int) -> bool:
+    """The table as rich lays it out at ``width`` is no wider (rich's layout can pass its own
+    measurement by a column when words may not fold)."""
+    if narrowest(table) > width:
+        return False
+    out = Console(width=width, file=io.StringIO(), color_system=None, legacy_windows=False)
+    out.print(table, crop=False)
+    return max((len(line) for line in out.file.getvalue().split("\n")), default=0) <= width
 
 
 def fit(table: Table, width: int, optional: Sequence[str] = ()) -> Table:
@@ -56,24 +85,28 @@ def fit(table: Table, width: int, optional: Sequence[str] = ()) -> Table:
         column.overflow = "fold"
         if column.justify == "right":
             column.no_wrap = True
-    if narrowest(table) <= width:
+        elif column.cells and all(_token(cell) for cell in column.cells):
+            column.no_wrap = True
+        else:  # wraps at spaces, never narrower than its longest word (rich honours min_width)
+            column.min_width = min(max(m.minimum for m in _cell_widths(column)), TOKEN_MAX)
+    if _fits(table, width):
         return table
     for column in table.columns:  # "time (us)" -> "time" over "(us)"
         if column.no_wrap and " (" in _header(column):
             column.header = _header(column).replace(" (", "\n(", 1)
-    if narrowest(table) > width:  # "passive_copper" -> "passive" over "copper"
+    if not _fits(table, width):  # "passive_copper" -> "passive" over "copper": two lines at most
         for column in table.columns:
             if column.no_wrap:
-                column.header = _header(column).replace(" ", "\n").replace("_", "\n")
-    if narrowest(table) > width:
+                column.header = "\n".join(_two_lines(line) for line in _header(column).split("\n"))
+    if not _fits(table, width):
         table.box = box.SIMPLE_HEAD
         table.show_edge = False
     empty = [c for c in table.columns if c.cells and all(str(cell) == "-" for cell in c.cells)]
     for name in [*(_header(c).replace("\n", " ") for c in empty), *optional]:
-        if narrowest(table) <= width:
+        if _fits(table, width):
             break
         table.columns[:] = [c for c in table.columns if _header(c).replace("\n", " ") != name]
-    if narrowest(table) > width:  # last resort: numbers fold onto a second line, digits all kept
+    if not _fits(table, width):  # last resort: numbers fold onto a second line, digits all kept
         for column in table.columns:
             column.no_wrap = False
     return table

@@ -113,18 +113,22 @@ def _metric_table(name: str, kind: str, per_system: dict[str, list[dict]], refer
 
 
 def power_table(systems: Sequence[SystemResult]) -> Table:
-    """Static interconnect power by component kind, part counts, and energy of the whole scenario."""
+    """Static interconnect power by component kind, the parts counted, and the energy of the whole
+    scenario: one row per figure (its unit in its name), one column per system, so it fits any
+    terminal however many component kinds there are."""
     kinds = sorted({k for s in systems for k in s.power_W if k != "total"})
     counts = sorted({k for s in systems for k in s.inventory})
-    table = Table(title="Static interconnect power (W), cables/optics/retimers, scenario energy",
-                  title_justify="left", title_style="bold")
-    table.add_column("system")
-    for col in [*kinds, "total W", *counts, "energy (J)"]:
-        table.add_column(col, justify="right")
+    table = Table(title="Static interconnect power, parts and scenario energy", title_justify="left",
+                  title_style="bold")
+    table.add_column("figure")
     for s in systems:
-        table.add_row(s.name, *[_fmt(float(s.power_W.get(k, 0.0)), ",.0f") for k in kinds],
-                      _fmt(float(s.power_W.get("total", 0.0)), ",.0f"),
-                      *[_fmt(s.inventory.get(k, 0), ",") for k in counts], _fmt(s.as_dict()["energy_J"], ".3g"))
+        table.add_column(s.name, justify="right")
+    for k in kinds:
+        table.add_row(f"{k.replace('_', ' ')} (W)", *[number(float(s.power_W.get(k, 0.0))) for s in systems])
+    table.add_row("total static power (W)", *[number(float(s.power_W.get("total", 0.0))) for s in systems])
+    for k in counts:
+        table.add_row(k, *[number(int(s.inventory.get(k, 0))) for s in systems])
+    table.add_row("scenario energy (J)", *[number(s.as_dict()["energy_J"]) for s in systems])
     return table
 
 
@@ -214,9 +218,7 @@ def print_scenario(model, systems: Sequence[SystemResult], console: Console) -> 
     reference = systems[0].name
     for name, per_system in _by_workload(systems).items():
         console.print(fit(workload_table(name, per_system, reference), console.width, optional=DROP_WHEN_NARROW))
-    power = power_table(systems)
-    counts = [str(c.header) for c in power.columns if str(c.header).endswith(" links")]
-    console.print(fit(power, console.width, optional=[*counts, "energy (J)"]))
+    console.print(fit(power_table(systems), console.width))
     warning = gpu_count_warning(systems)
     if warning:
         console.print(f"[yellow]warning:[/yellow] {warning}", highlight=False)
