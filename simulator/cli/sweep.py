@@ -78,7 +78,10 @@ def register(app: typer.Typer) -> None:
         from simulator.reports.fit import fit
 
         out = report_console(stderr=json_path == "-")
-        out.print(fit(sweep_table(loaded.model.name, axes, rows, outcomes), out.width))
+        from simulator.reports.sweep_text import optional_columns
+
+        table = sweep_table(loaded.model.name, axes, rows, outcomes)
+        out.print(fit(table, out.width, optional=optional_columns(table, axes)))
         failed = [o for o in outcomes if o.error is not None]
         if failed:
             for o in failed:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Sequence
 
 from rich.table import Table
@@ -12,8 +13,21 @@ SKIP = frozenset({"error"})
 """Columns shown below the table instead (failed points are listed one per line)."""
 
 
+KEEP = ("time_us", "busbw_GBps")
+"""Measured columns a narrow terminal keeps (the rest go, the last first, before a number is cut)."""
+
+
 def _cell(value: object) -> str:
+    if isinstance(value, str) and value.endswith((".yaml", ".yml")):
+        return Path(value).stem  # a topology or scenario axis: its name, not its relative path
     return number(value) if not isinstance(value, bool) else str(value)
+
+
+def optional_columns(table: Table, axes: Sequence[str]) -> list[str]:
+    """The columns ``fit`` may drop, least useful first: measured ones other than ``KEEP``, the
+    last first."""
+    names = [str(c.header) for c in table.columns]
+    return [n for n in reversed(names) if n not in axes and n not in KEEP]
 
 
 def sweep_table(title: str, axes: Sequence[str], rows: Sequence[dict], outcomes: Sequence) -> Table:
