@@ -250,3 +250,12 @@ def test_calibrate_fits_the_cold_l2_factor_from_the_switch_bench():
     cal = fit(doc)
     assert cal.values["l2_cold_latency_factor"] == pytest.approx(1.88, abs=0.03)
     assert "after a GEMV" in cal.sources["l2_cold_latency_factor"]
+
+
+@pytest.mark.parametrize("n,tflops", [(4096, 1348), (8192, 1278), (16384, 1131)])
+def test_fp8_gemms_are_held_by_the_power_cap(n, tflops):
+    # datasheet: torch._scaled_mm e4m3 on one H200; FP8 reaches a smaller fraction of its peak than bf16
+    k = H200.gemm("g", n, n, n, "fp8")
+    assert k.flops / k.time_s / 1e12 == pytest.approx(tflops, rel=0.12)
+    assert k.bound == "power cap"
+    assert H200.sustained_efficiency("fp8") < H200.sustained_efficiency("bf16")

@@ -162,6 +162,9 @@ class ArchitectureKernels(Part):
     """Dense GEMM rate on whole waves of tiles, as a fraction of the dense peak."""
     tensor_sustained_efficiency: float = Field(gt=0, le=1)
     """The most sustained tensor work reaches under the board power cap (fraction of the dense peak)."""
+    tensor_sustained_efficiency_fp8: float | None = Field(default=None, gt=0, le=1)
+    """The same for FP8 GEMMs (fraction of the FP8 dense peak); None: as bf16. FP8 does twice the
+    FLOPs per cycle for less than twice the power, so the cap holds it to a smaller fraction."""
     gemm_tile_m: int = Field(gt=0)
     """GEMM output tile rows (one CTA per tile)."""
     gemm_tile_n: int = Field(gt=0)
@@ -344,6 +347,12 @@ class GpuKernels:
         """Fixed cost of one kernel in this launch mode."""
         return self.arch.graph_kernel_s if self.launch == "graph" else self.arch.eager_kernel_s
 
+    def sustained_efficiency(self, dtype: str) -> float:
+        """The most sustained tensor work reaches under the board power cap, of ``dtype``'s peak."""
+        a = self.arch
+        return (a.tensor_sustained_efficiency_fp8 or a.tensor_sustained_efficiency) if dtype == "fp8" \
+            else a.tensor_sustained_efficiency
+
     def peak_flops(self, dtype: str) -> float:
         return (self.spec.fp8_flops or self.spec.bf16_flops) if dtype == "fp8" else self.spec.bf16_flops
 
@@ -420,7 +429,7 @@ class GpuKernels:
         peak = self.peak_flops(dtype)
         flops = 2.0 * m * n * k
         t_tiles = waves * 2.0 * tm * tn * math.ceil(k / split) / (peak * a.tensor_efficiency / sms)
-        t_power = flops / (peak * a.tensor_sustained_efficiency)
+        t_power = flops / (peak * self.sustained_efficiency(dtype))
         t_tensor = max(t_tiles, t_power)
         nbytes = float((m * k + k * n) * s + m * n * 2)
         t_mem = nbytes / self.hbm_Bps(ctas, "gemm")
@@ -577,7 +586,7 @@ class GpuKernels:
     def generic(self, name: str, flops: float, nbytes: float, dtype: str = "bf16") -> KernelCost:
         """A kernel known only by its FLOPs and bytes: a full-GPU kernel at the sustained tensor rate
         and the saturated streaming rate, whichever is longer, plus one fixed cost."""
-        t_c = flops / (self.peak_flops(dtype) * self.arch.tensor_sustained_efficiency)
+        t_c = flops / (self.peak_flops(dtype) * self.sustained_efficiency(dtype))
         t_m = nbytes / (self.spec.hbm_Bps * self.arch.hbm_efficiency)
         fixed = self.kernel_s
         work = max(t_c, t_m)
