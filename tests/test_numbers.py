@@ -14,3 +14,17 @@ from simulator.reports.numbers import number
     ("ring", "ring")])
 def test_a_number_reads_without_residue_or_mixed_notation(value, text):
     assert number(value) == text
+
+
+def test_a_step_scenarios_figure_shows_where_the_step_goes(tmp_path):
+    # issue 27, item 8: `run tp_decode --plot` was a single static-power bar
+    from simulator.reports.plots.step import build_step_breakdown
+
+    row = {"attention_per_layer_us": 20.0, "gemm_per_layer_us": 40.0, "other_per_layer_us": 60.0,
+           "compute_us": 12_000.0, "time_us": 15_000.0, "bottleneck": "compute (HBM)"}
+    fig = build_step_breakdown([("A: decode", row), ("B: decode", dict(row, time_us=12_000.0))])
+    ax = fig.axes[0]
+    widths = [p.get_width() for p in ax.patches]
+    assert widths[:4] == pytest.approx([2.0, 4.0, 6.0, 3.0])  # ms: compute split 1:2:3, then 3 ms exposed
+    assert sum(widths[4:]) == pytest.approx(12.0)
+    assert {t.get_text() for t in ax.get_legend().get_texts()} >= {"GEMMs", "exposed communication"}

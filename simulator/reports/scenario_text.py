@@ -228,8 +228,8 @@ def print_scenario(model, systems: Sequence[SystemResult], console: Console) -> 
 
 
 def scenario_plot(systems: Sequence[SystemResult], path: str) -> None:
-    """busbw vs size for every collective workload (one line per system and workload); power
-    breakdown when the scenario has no collective sweep."""
+    """busbw vs size for every collective workload (one line per system and workload); else where
+    each decode/prefill step's time goes; else the power breakdown."""
     from simulator.reports.plots import busbw_vs_size, power_breakdown
 
     series: dict[str, list[tuple[int, float]]] = {}
@@ -237,7 +237,13 @@ def scenario_plot(systems: Sequence[SystemResult], path: str) -> None:
         for r in s.rows:
             if "busbw_GBps" in r:
                 series.setdefault(f"{s.name}: {r['workload']}", []).append((r["bytes"], r["busbw_GBps"]))
+    steps = [(f"{s.name}: {r['workload']}", r) for s in systems for r in s.rows
+             if r.get("layer_compute_us") and r.get("compute_us") is not None]
     if series:
         busbw_vs_size(series, path=path)
+    elif steps:
+        from simulator.reports.plots.step import step_breakdown
+
+        step_breakdown(steps, path)
     else:
         power_breakdown({s.name: s.energy() for s in systems}, path)
