@@ -16,6 +16,12 @@ from simulator.reports.plots._figure import new_figure, palette, save_png
 from simulator.units import UnitError, parse_size
 
 
+METRIC_LABELS = {"busbw_GBps": "bus bandwidth (GB/s per GPU, one direction; 1 GB = 1e9 B)",
+                 "algbw_GBps": "algorithm bandwidth (GB/s, 1 GB = 1e9 B)", "time_us": "time (us, simulated)",
+                 "energy_J": "energy (J)", "avg_power_W": "average interconnect power (W)"}
+"""Y-axis labels of the metrics a sweep plots (anything else is shown by its column name)."""
+
+
 def _number(value: Any) -> float | None:
     if isinstance(value, bool):
         return None
@@ -64,7 +70,7 @@ def build_sweep_plot(rows: Sequence[dict], axes: Sequence[str], metric: str, tit
         ax.set_xticks(range(len(xs)), [_short(x) for x in xs],
                       rotation=15 if len(xs) > 4 else 0)
     ax.set_xlabel(x_axis)
-    ax.set_ylabel(f"{metric} (GB/s, 1 GB = 1e9 B)" if metric.endswith("GBps") else metric)
+    ax.set_ylabel(METRIC_LABELS.get(metric, metric))
     ax.set_title(title)
     ax.grid(True, alpha=0.3)
     if len(series) > 1 or others:
