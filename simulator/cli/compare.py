@@ -94,5 +94,10 @@ def register(app: typer.Typer) -> None:
             scenario_plot(systems, plot)
         if power_plot:
             from simulator.reports.plots import power_breakdown
+            from simulator.units import format_bytes
 
-            power_breakdown({s.name: s.energy() for s in systems}, power_plot)
+            sizes = sorted({r["bytes"] for s in systems for r in s.rows if r.get("bytes")})
+            span = "" if not sizes else (f", {format_bytes(sizes[0])}" if len(sizes) == 1 else
+                                         f", {len(sizes)} sizes {format_bytes(sizes[0])}-{format_bytes(sizes[-1])}")
+            power_breakdown({s.name: s.energy() for s in systems}, power_plot,
+                            title=f"Interconnect power, {model.name}{span}: average over the whole run")

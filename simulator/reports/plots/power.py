@@ -57,7 +57,7 @@ def build_power_breakdown(reports: Mapping[str, EnergyReport | Mapping], quantit
     if not reports:
         raise ValueError("power breakdown needs at least one system")
     parts = {name: components(as_energy_report(r), quantity) for name, r in reports.items()}
-    kinds = sorted({k for static, dynamic in parts.values() for k in (*static, *dynamic)})
+    kinds = sorted({k for static, dynamic in parts.values() for d in (static, dynamic) for k, v in d.items() if v > 0})
     colours = dict(zip(kinds, palette(len(kinds))))
     unit = "W" if quantity == "power_W" else "J"
     fig = new_figure(max(7.5, 1.6 * len(parts) + 4.0), 5.0)
@@ -78,7 +78,7 @@ def build_power_breakdown(reports: Mapping[str, EnergyReport | Mapping], quantit
     ax.set_ylim(0, max(1e-30, ax.get_ylim()[1]) * 1.08)
     ax.set_ylabel("average interconnect power over the run (W)" if quantity == "power_W"
                   else "interconnect energy per operation (J)")
-    ax.set_title(title or ("Interconnect power: static vs dynamic by component" if quantity == "power_W"
+    ax.set_title(textwrap.fill(title, 60) if title else ("Interconnect power: static vs dynamic by component" if quantity == "power_W"
                            else "Interconnect energy per op: static vs dynamic by component"))
     handles = [Patch(facecolor=colours[k], label=k) for k in kinds]
     handles += [Patch(facecolor="white", edgecolor="black", label="static (solid)"),
