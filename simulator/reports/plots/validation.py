@@ -30,6 +30,10 @@ def entry_label(row: Mapping) -> str:
     return row["name"] if word in row["name"].lower() else f"{row['name']} ({word})"
 
 
+SPREAD_OCTAVES = 0.12
+"""How far apart (in powers of two of the size axis) the points of systems sharing a size are drawn."""
+
+
 def build_validation_figure(rows: Sequence[Mapping], threshold_pct: float) -> Figure:
     """The two panels of predicted vs published ``rows`` (``runner.validation.predict`` rows)."""
     if not rows:
@@ -40,17 +44,31 @@ def build_validation_figure(rows: Sequence[Mapping], threshold_pct: float) -> Fi
     fig = new_figure(10.0, 4.0 + 0.32 * len(rows))
     upper, lower = fig.subfigures(2, 1, height_ratios=[3.2, 0.9 + 0.3 * len(rows)])  # own layouts: long
     top, bottom = upper.subplots(), lower.subplots()  # entry names do not squeeze the size axis
+    at_size: dict[int, list[str]] = {}  # systems sharing a size sit side by side, not on one another
+    for r in bandwidth:
+        at_size.setdefault(r["bytes"], [])
+        if system_label(r) not in at_size[r["bytes"]]:
+            at_size[r["bytes"]].append(system_label(r))
+
+    def spread(size: int, system: str) -> float:
+        there = at_size[size]
+        return size * 2 ** (SPREAD_OCTAVES * (there.index(system) - (len(there) - 1) / 2))
+
     for system in systems:
         mine = sorted((r["bytes"], r["predicted"], r["published"]) for r in bandwidth if system_label(r) == system)
         if not mine:
             continue
-        sizes = [m[0] for m in mine]
+        sizes = [spread(m[0], system) for m in mine]
         top.plot(sizes, [m[1] for m in mine], color=colours[system], linewidth=1.2, marker="o", markersize=11,
                  markerfacecolor="none", markeredgewidth=1.6, zorder=4, label=f"{system}: predicted")
         top.scatter(sizes, [m[2] for m in mine], marker="*", s=110, color=colours[system], edgecolors="black",
                     linewidths=0.5, zorder=3, label=f"{system}: published")
     if bandwidth:
         set_log2_size_axis(top, [r["bytes"] for r in bandwidth])
+        widest = max(len(v) for v in at_size.values())
+        lo, hi = min(at_size), max(at_size)
+        margin = 2 ** (SPREAD_OCTAVES * widest / 2 + 0.25)
+        top.set_xlim(lo / margin, hi * margin)
         top.set_ylim(bottom=0, top=max(max(r["predicted"], r["published"]) for r in bandwidth) * 1.1)
         top.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize="small")
     top.set_xlabel("message size (bytes; binary prefixes, 1K = 1024 B)")
