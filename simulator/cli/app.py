@@ -2,7 +2,7 @@
 
 Exit codes: 0 success; 1 a check failed (e.g. validation error above threshold); 2 bad input
 (one line ``FILE:LINE: field: what is wrong`` on stderr); 3 the simulation stopped itself
-(deadlock, broken invariant) with a report.
+(deadlock, broken invariant) with a report; 130 interrupted (Ctrl-C), one line, no output replaced.
 """
 
 from __future__ import annotations
@@ -56,6 +56,12 @@ def _mapped(callback: Callable) -> Callable:
         except SimulationError as err:
             typer.echo(f"fabricsim: simulation stopped: {err}", err=True)
             raise typer.Exit(3) from None
+        except KeyboardInterrupt:  # Ctrl-C: one line, exit 130 (128 + SIGINT), outputs left as they were
+            import signal
+
+            signal.signal(signal.SIGINT, signal.SIG_IGN)  # exiting: a second Ctrl-C must not kill the clean-up
+            typer.echo("\nfabricsim: interrupted", err=True)
+            raise typer.Exit(130) from None
 
     return run
 
@@ -110,4 +116,7 @@ def _register() -> None:
 def main(argv: list[str] | None = None) -> None:
     """Entry point of the console script and of ``python -m simulator``."""
     _register()
-    app(args=argv, prog_name="fabricsim", standalone_mode=True)
+    try:
+        app(args=argv, prog_name="fabricsim", standalone_mode=True)
+    except KeyboardInterrupt:  # Ctrl-C outside a command (while click parses), or while one exits
+        raise SystemExit(130) from None

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import json
 import os
+import weakref
 from pathlib import Path
 from typing import IO, Iterable
 
@@ -33,8 +34,10 @@ RUN_GAP_S = 1e-6
 class _Stream:
     """Trace events written to a file as they come: ``append`` and ``len`` as on a list. They go to
     a hidden file beside ``path`` that replaces it when the trace is complete (mode 0644), so a run
-    that fails leaves the old file, never half a trace. A device or pipe (``/dev/null``) is
-    written in place: renaming over it would replace it."""
+    that fails leaves the old file, never half a trace; the hidden file is removed however the
+    run ends (an error, Ctrl-C, ``sys.exit``: a ``weakref.finalize`` that also runs at exit), as
+    soon as the stream is dropped. A device or pipe (``/dev/null``) is written in place: renaming
+    over it would replace it."""
 
     def __init__(self, path: Path, inputs: Iterable[str | Path] = ()) -> None:
         guard(path, inputs)
@@ -43,10 +46,14 @@ class _Stream:
         self.tmp = path if self.in_place else path.with_name(f".{path.name}.partial")
         self.file: IO[str] | None = None
         self.count = 0
+        self._discard: weakref.finalize | None = None
+        """Removes the hidden file unless ``close`` moved it into place."""
 
     def append(self, event: dict) -> None:
         if self.file is None:
             self.file = self.tmp.open("w")
+            if not self.in_place:
+                self._discard = weakref.finalize(self, _discard, self.file, self.tmp)
             self.file.write('{"traceEvents": [\n')
         self.file.write((",\n" if self.count else "") + json.dumps(event))
         self.count += 1
@@ -64,6 +71,21 @@ class _Stream:
         if not self.in_place:
             os.chmod(self.tmp, FILE_MODE)
             os.replace(self.tmp, self.path)
+            if self._discard is not None:
+                self._discard.detach()
+
+    def abort(self) -> None:
+        """Stop writing and remove the hidden file (the old ``path`` stays as it was)."""
+        if self._discard is not None:
+            self._discard()
+
+
+def _discard(file: IO[str], tmp: Path) -> None:
+    """Close ``file`` and remove the unfinished trace ``tmp``."""
+    try:
+        file.close()
+    finally:
+        tmp.unlink(missing_ok=True)
 
 
 class TraceWriter(EngineObserver):

@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import logging
 import os
+import signal
+import threading
 from dataclasses import dataclass
 from typing import Any, Callable
 
@@ -23,6 +25,8 @@ from simulator.runner.sweep_file import Point
 Execute = Callable[[dict[str, Any]], dict[str, Any]]
 CONNECT_TIMEOUT = "5s"
 """How long to try reaching a given scheduler before reporting it unreachable."""
+ABANDON_TIMEOUT_S = 5
+"""How long closing a cluster whose start was interrupted may take (s)."""
 
 
 @dataclass(frozen=True)
@@ -105,14 +109,61 @@ class _client:
                                  "'dask scheduler' and workers with 'dask worker ADDRESS'",
                                  field="scheduler") from None
             return self.client
+        from distributed.deploy.spec import SpecCluster
+
         n = self.workers or default_workers()
-        self.cluster = LocalCluster(n_workers=n, threads_per_worker=1, processes=self.processes,
-                                    dashboard_address=None, silence_logs=logging.ERROR)
-        self.client = Client(self.cluster)
+        before = set(SpecCluster._instances)
+        interrupted: list[bool] = []
+
+        def on_sigint(signum: int, frame: object) -> None:
+            interrupted.append(True)
+            raise KeyboardInterrupt
+
+        main = threading.current_thread() is threading.main_thread()
+        previous = signal.signal(signal.SIGINT, on_sigint) if main else None
+        try:
+            self.cluster = LocalCluster(n_workers=n, threads_per_worker=1, processes=self.processes,
+                                        dashboard_address=None, silence_logs=logging.ERROR)
+            self.client = Client(self.cluster)
+        except BaseException:
+            # Ctrl-C while the cluster starts (or a start that fails): close what did start,
+            # quietly, so neither this nor distributed's own exit hook prints a traceback
+            _quiet_logs()
+            self._abandon([c for c in list(SpecCluster._instances) if c not in before])
+            if interrupted:
+                raise KeyboardInterrupt from None
+            raise
+        finally:
+            if previous is not None:
+                signal.signal(signal.SIGINT, previous)
         return self.client
 
-    def __exit__(self, *exc: object) -> None:
+    def _abandon(self, clusters: list) -> None:
+        """Close a client and clusters that a start-up left half made; nothing they raise escapes."""
+        for closing in ([self.client] if self.client is not None else []) + clusters:
+            try:
+                closing.close(timeout=ABANDON_TIMEOUT_S)
+            except BaseException:  # noqa: BLE001 - a half-started cluster fails its own asserts
+                pass
+            finally:
+                if closing in clusters:
+                    closing.shutdown_on_close = False  # distributed's atexit hook would try again, loudly
+        self.client = self.cluster = None
+
+    def __exit__(self, kind: type | None, *exc: object) -> None:
+        if kind is not None and issubclass(kind, KeyboardInterrupt):
+            _quiet_logs()  # the tasks in flight are cancelled: what Dask logs about them is no news
         if self.client is not None:
             self.client.close()
         if self.cluster is not None:
             self.cluster.close()
+
+
+QUIET_LOGGERS = ("distributed", "tornado", "asyncio")
+"""Loggers that report the tasks and workers an interrupt cancels (tracebacks from Dask's and
+Tornado's callbacks, "Task exception was never retrieved"): silenced once the run is interrupted."""
+
+
+def _quiet_logs() -> None:
+    for name in QUIET_LOGGERS:
+        logging.getLogger(name).setLevel(logging.CRITICAL + 1)
