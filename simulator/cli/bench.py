@@ -172,7 +172,8 @@ def register(app: typer.Typer) -> None:
             out.print(fit(nccl_table(op, spec.gpus, rows,
                                      title=f"{fabric.name}: {op} on {spec.gpus} GPUs{where}{note}",
                                      dtype=dtype, root=root),
-                          out.width, optional=("#wrong", "redop", "type", "count (elements)", "root")))
+                          out.width, optional=("#wrong", "redop", "type", "count (elements)", "root",
+                                               "algbw (GB/s)", "algo/proto/ch/engine")))
             if fabric.faults:  # healthy vs degraded side by side (issue 12)
                 from simulator.reports.fault_compare import fault_table
                 from simulator.runner.degraded import healthy_vs_degraded
