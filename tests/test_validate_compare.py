@@ -153,3 +153,17 @@ def test_shipped_entries_pass_or_say_why():
     rows = predict(load_published(ROOT / "validation" / "published.yaml"), ROOT)
     assert [r["name"] for r in rows if not r["passed"] and not r["known_gap"]] == []
     assert [r["name"] for r in rows if r["passed"] and r["known_gap"]] == []
+
+
+def test_compare_json_carries_the_summary_the_api_gives(tmp_path):
+    # issue 27, item 9: `compare --json` lacked the summary paragraph that the API's to_dict() has
+    from simulator import api
+
+    out = tmp_path / "c.json"
+    result = runner.invoke(app, ["compare", str(TEACHING), str(ROOT / "topologies" / "hgx_h100.yaml"), "--op",
+                                 "all_reduce", "--sizes", "1M", "--gpus", "2", "--engine", "flow", "--json", str(out)])
+    assert result.exit_code == 0, result.output
+    data = json.loads(out.read_text())
+    cmp = api.compare([str(TEACHING), str(ROOT / "topologies" / "hgx_h100.yaml")], op="all_reduce", sizes="1M",
+                      gpus=2, engine="flow")
+    assert data["summary"] == cmp.to_dict()["summary"] and data["summary"]

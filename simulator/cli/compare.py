@@ -89,7 +89,10 @@ def register(app: typer.Typer) -> None:
         print_scenario(model, systems, out)
         print_warnings(model, out)
         if json_path:
-            write_json(json_path, {"systems": [s.as_dict() for s in systems], "warnings": list(model._warnings)}, inputs)
+            from simulator.reports.scenario_text import comparison_summary
+
+            write_json(json_path, {"scenario": model.name, "systems": [s.as_dict() for s in systems],
+                                   "summary": comparison_summary(systems), "warnings": list(model._warnings)}, inputs)
         if plot:
             scenario_plot(systems, plot)
         if power_plot:
