@@ -23,3 +23,21 @@ def test_the_credit_buffer_how_to_quotes_what_the_run_gives(tmp_path, buffer, qu
     assert out.returncode == 0, out.stderr
     busbw = float(re.search(r'"busbw_GBps":\s*([0-9.]+)', out.stdout).group(1))
     assert busbw == pytest.approx(quoted, rel=0.02)
+
+
+@pytest.mark.parametrize("topology,row", [
+    ("gb200_nvl72", "| GB200 NVL72, copper spine | 5,400 W (18 switch chips) | 12.9 J | 2.46 ms | 10.6 kW |"),
+    ("gb200_nvl72_optical", "| same spine made optical | 24,840 W (+19,440 W of optics) | 12.9 J | 2.46 ms | 30.1 kW |"),
+    ("hopper_ib_rack", "| Hopper IB rack (9 x HGX H100) | 17,264 W | 23.6 J | 6.22 ms | 21.1 kW |")])
+def test_the_energy_table_of_model_md_is_what_bench_gives(topology, row):
+    import json
+
+    assert row in (ROOT / "docs" / "model.md").read_text()
+    out = subprocess.run([sys.executable, "-m", "simulator", "bench", topology, "--gpus", "72", "--sizes", "1G",
+                          "--json", "-"], capture_output=True, text=True, timeout=300, cwd=ROOT)
+    assert out.returncode == 0, out.stderr
+    r = json.loads(out.stdout)["rows"][0]
+    cells = [c.strip() for c in row.strip("|").split("|")]
+    assert f"{sum(r['dynamic_J'].values()):.1f} J" == cells[2]
+    assert f"{r['time_us'] / 1e3:.2f} ms" == cells[3]
+    assert f"{r['avg_power_W'] / 1e3:.1f} kW" == cells[4]
