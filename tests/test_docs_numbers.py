@@ -41,3 +41,20 @@ def test_the_energy_table_of_model_md_is_what_bench_gives(topology, row):
     assert f"{sum(r['dynamic_J'].values()):.1f} J" == cells[2]
     assert f"{r['time_us'] / 1e3:.2f} ms" == cells[3]
     assert f"{r['avg_power_W'] / 1e3:.1f} kW" == cells[4]
+
+
+@pytest.mark.parametrize("scenario,workload,quoted", [
+    ("tp_decode", "Llama-3-70B decode, TP8, batch 1, 8k context", "15,436 us"),
+    ("tp_decode", "same without Flash-Decoding (plain FlashAttention)", "21,388 us"),
+    ("tp_decode", "Llama-3-70B decode, TP8, batch 64", "18,831 us"),
+    ("prefill", "Llama-3-70B prefill, TP8, 4k prompt", "199,353 us")])
+def test_the_readme_quotes_the_scenarios_answers(tmp_path, scenario, workload, quoted):
+    import json
+
+    assert quoted in (ROOT / "README.md").read_text()  # "What the shipped scenarios now answer"
+    out = tmp_path / "r.json"
+    run = subprocess.run([sys.executable, "-m", "simulator", "run", str(ROOT / "scenarios" / f"{scenario}.yaml"),
+                          "--json", str(out)], capture_output=True, text=True, timeout=300, cwd=tmp_path)
+    assert run.returncode == 0, run.stderr
+    (row,) = [r for s in json.loads(out.read_text())["systems"] for r in s["rows"] if r["workload"] == workload]
+    assert f"{row['time_us']:,.0f} us" == quoted
