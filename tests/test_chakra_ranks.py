@@ -194,3 +194,19 @@ def test_mutated_traces_load_or_name_a_rank_file(tmp_path_factory, mutation, ran
     # what loads is consistent: every rank has the world group's collectives, of one size each
     colls = [[n for n in t.nodes if n.type == T["COMM_COLL_NODE"]] for t in traces]
     assert len({len(c) for c in colls}) == 1
+
+
+def test_a_missing_dependency_or_a_cycle_is_refused_when_the_scenario_loads(scen):
+    path = _trace(scen.parent, 1)
+
+    def to_missing(nodes):  # noqa: ANN001, ANN202
+        nodes[2].data_deps.append(99)
+        return nodes
+    _rewrite(path, to_missing)
+    assert _refused(scen) == f"{path}: node 2 (mlp) depends on node 99, which rank 1 does not have"
+    _rewrite(path, lambda nodes: [n for n in nodes])  # unchanged copy, then a cycle: node 0 waits for node 3
+    fresh = tp_layer_nodes(LayerShape())[1]
+    fresh[0].data_deps.append(3)
+    write_trace(path, fresh, world_size=8)
+    line = _refused(scen)
+    assert line.startswith(f"{path}: ") and "waits for itself" in line and "cycle" in line

@@ -228,7 +228,8 @@ def check_traces(traces: list[RankTrace], dir_or_prefix: str | Path | None = Non
     rank that is wrong: ``world_size`` against the files found; every node's attributes (sizes,
     FLOPs and peers are non-negative numbers of the right kind); every process group's collectives
     (module docstring): a group named by one rank only, a rank with fewer or more of a group's
-    collectives than the others, a k-th collective of another ``comm_type`` or ``comm_size``."""
+    collectives than the others, a k-th collective of another ``comm_type`` or ``comm_size``; a node id
+    twice in a rank, a dependency on a node the rank lacks, an unmatched send or receive, a cycle."""
     n = len(traces)
     if not traces:
         return
@@ -272,6 +273,7 @@ def check_traces(traces: list[RankTrace], dir_or_prefix: str | Path | None = Non
                 groups.setdefault(group or "", {}).setdefault(t.rank, []).append(coll)
     for group, per_rank in sorted(groups.items(), key=lambda g: (g[0] == "", g[0])):
         _check_group(traces, group, per_rank)
+    _Builder(None, (), traces, None, "auto", "auto").plan()  # node ids, dependencies, send/recv pairs, cycles
 
 
 def _check_group(traces: list[RankTrace], group: str, per_rank: dict[int, list[_Coll]]) -> None:
@@ -395,18 +397,52 @@ class _Builder:
                     deps.append(dep)
         return deps
 
-    def build(self) -> ChakraWorkload:
+    def plan(self) -> tuple[nx.DiGraph, list[tuple]]:
+        """The graph of units (a compute node, a collective across ranks, a send/recv pair) and an
+        order to emit them in; a dependency on a missing node, an unmatched send or receive, or a
+        cycle is an :class:`InputError` naming a rank's file. Needs no fabric."""
         self._classify()
+        for key, members in self.members.items():
+            if key[0] == "p2p":
+                kinds = {TYPE_NAME.get(n.type) for _, n in members}
+                if len(kinds) != 2:
+                    _, src, dst, tag, _k = key
+                    have = next(iter(kinds))
+                    raise InputError(f"{have} from rank {src} to rank {dst} (tag {tag}) has no matching "
+                                     f"{'COMM_RECV_NODE' if have == 'COMM_SEND_NODE' else 'COMM_SEND_NODE'}",
+                                     file=str(self.traces[members[0][0]].path))
         order = {key: i for i, key in enumerate(self.members)}
         graph = nx.DiGraph()
         graph.add_nodes_from(self.members)
         for key in self.members:
             graph.add_edges_from((dep, key) for dep in self._unit_deps(key))
         try:
-            ordered = list(nx.lexicographical_topological_sort(graph, key=order.get))
+            return graph, list(nx.lexicographical_topological_sort(graph, key=order.get))
         except nx.NetworkXUnfeasible:
-            raise InputError("the traces' dependencies form a cycle (across ranks through collectives or "
-                             "send/recv matching)", file=str(self.traces[0].path.parent)) from None
+            cycle = [edge[0] for edge in nx.find_cycle(graph)]
+            rank, node, later = self._backward(cycle)
+            why = f", through node {later}, later in its file" if later is not None else ""
+            raise InputError(f"node {node.id} ({node.name}) waits for itself{why}: the traces' dependencies form "
+                             f"a cycle of {len(cycle)} steps (within a rank, or across ranks through collectives "
+                             "or send/recv matching)", file=str(self.traces[rank].path)) from None
+
+    def _backward(self, cycle: list[tuple]) -> tuple[int, Any, int | None]:
+        """The likely culprit of a cycle: a node on it that depends on a node later in its own
+        file (rank, node, that later node's id); else the cycle's first node of one rank."""
+        on_cycle = set(cycle)
+        for t in self.traces:
+            position = {n.id: i for i, n in enumerate(t.nodes)}
+            for i, node in enumerate(t.nodes):
+                if self.unit_of.get((t.rank, node.id)) in on_cycle:
+                    for d in list(node.data_deps) + list(node.ctrl_deps):
+                        if position.get(d, -1) > i:
+                            return t.rank, node, d
+        key = next((k for k in cycle if len(self.members[k]) == 1), cycle[0])
+        rank, node = self.members[key][0]
+        return rank, node, None
+
+    def build(self) -> ChakraWorkload:
+        graph, ordered = self.plan()
         dag = DagBuilder()
         done: dict[tuple, list[int]] = {}
         compute = [0.0] * len(self.traces)
