@@ -127,3 +127,15 @@ def test_fuzzed_fault_flags_are_faults_or_one_line(kind, pairs, sep):
         build_fabric(HGX, specs, locate_fault=locate)
     except InputError as err:
         assert "\n" not in str(err) and (err.field == "--fault" or err.file), str(err)
+
+
+@pytest.mark.parametrize("fault, words", [
+    ("{kind: link_down, from: hgx.gpu0, to: hgx.nvsw0, at: .inf}", "faults[0].at: must be a finite time"),
+    ("{kind: link_down, from: hgx.gpu0, to: hgx.nvsw0, at: 1e400}", "faults[0].at: must be a finite time"),
+    ("{kind: ber, from: '*', to: '*', ber: .nan}", "faults[0].ber: Input should be a finite number"),
+])
+def test_a_fault_that_never_strikes_or_a_nan_ber_is_refused(tmp_path, fault, words):
+    path = tmp_path / "f.yaml"
+    path.write_text(f"faults: [{fault}]\n")
+    with pytest.raises(InputError, match=r"f\.yaml:1: " + words.replace("[", r"\[").replace("]", r"\]")):
+        fault_flags([str(path)])

@@ -22,9 +22,10 @@ This module only describes faults; ``topology.faults`` applies them to a built f
 
 from __future__ import annotations
 
+import math
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, model_validator
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, field_validator, model_validator
 
 from simulator.hardware.part import Seconds
 from simulator.units import format_seconds
@@ -62,7 +63,7 @@ class FaultSpec(BaseModel):
     """Link faults: only the first N matching physical links (default: all of them)."""
     lanes: int | None = Field(default=None, ge=1)
     """degraded_width: surviving differential pairs per direction (PCIe: the trained width, x8 -> 8)."""
-    ber: float | None = Field(default=None, gt=0, lt=1)
+    ber: float | None = Field(default=None, gt=0, lt=1, allow_inf_nan=False)
     """ber: bit error rate on the wire after any FEC (errors per bit, e.g. 1e-12)."""
     device: Globs | None = None
     """switch_down: switch devices that fail."""
@@ -71,6 +72,14 @@ class FaultSpec(BaseModel):
     at: Seconds | None = Field(default=None, ge=0)
     """Simulated time at which the fault strikes during each run (s; YAML may write '150us');
     omitted: the fault holds for the whole run."""
+
+    @field_validator("at")
+    @classmethod
+    def _finite_at(cls, value: float | None) -> float | None:
+        if value is not None and not math.isfinite(value):
+            raise ValueError(f"must be a finite time such as 150us (omit 'at' for a fault that holds for the "
+                             f"whole run), got {value}")
+        return value
 
     @model_validator(mode="after")
     def _keys_fit_kind(self) -> "FaultSpec":
