@@ -163,3 +163,29 @@ def test_fuzzed_axis_values_load_or_are_one_line_at_the_sweep_file(tmp_path, kin
     from simulator.runner.sweep_check import PointCheck
     for point in sweep.points:
         PointCheck().check(point.payload)
+
+
+@pytest.mark.parametrize("axes, line, words", [
+    ("  gpus: [1]\n", 5, "axes.gpus[0]: gpus = 1: algo: no algorithm/protocol can run all_reduce on these 1 GPUs"),
+    ("  algo: [nvls]\n  op: [alltoall]\n", 4, "axes: point 0 (algo=nvls, op=alltoall): algo: nvls cannot run "
+                                              "alltoall here: nvls does not implement alltoall"),
+])
+def test_a_collective_no_algorithm_can_run_is_refused_at_load(tmp_path, axes, line, words):
+    path = _write(tmp_path, BENCH + axes)
+    with pytest.raises(InputError) as err:
+        load_sweep(path)
+    assert str(err.value).startswith(f"{path}:{line}: {words}"), str(err.value)
+
+
+def test_a_scenario_sweep_finds_chakra_traces_beside_the_scenario(tmp_path):
+    from simulator.runner.sweep_points import execute
+
+    scenario = ROOT / "scenarios" / "chakra_tp_layer.yaml"
+    path = _write(tmp_path, f"name: s\nbase:\n  scenario: {scenario}\naxes:\n  seed: [1]\n")
+    (point,) = load_sweep(path).points
+    rows = execute({k: v for k, v in point.payload.items() if k != "hashed"})["rows"]  # was: no trace files
+    assert [r["ranks"] for r in rows] == [8, 8] and not any(isinstance(v, list) for r in rows for v in r.values())
+    bad = _write(tmp_path, f"name: s\nbase:\n  scenario: {scenario}\naxes:\n"
+                           "  scenario.workloads.TP8 layer forward.chakra: [nowhere]\n")
+    with pytest.raises(InputError, match=r"sweep.yaml:5: .*no Chakra trace files"):
+        load_sweep(bad)

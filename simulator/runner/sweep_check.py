@@ -63,8 +63,26 @@ class PointCheck:
         check_protocol(spec["protocol"])
         key = json.dumps(payload["topology"], sort_keys=True, default=str)
         fabric = self._fabric(key, lambda: build_fabric(validate_topology(payload["topology"], payload["sources"])))
-        if spec["gpus"] is not None:
-            select_gpus(fabric, spec["gpus"])
+        gpus = tuple(select_gpus(fabric, spec["gpus"] if spec["gpus"] is not None else len(fabric.gpus)))
+        if spec["op"] in OPS:
+            self._runnable(fabric, gpus, spec["op"], spec["algo"], check_protocol(spec["protocol"]))
+
+    def _runnable(self, fabric: Fabric, gpus: tuple[str, ...], op: str, algo: str, protocol: str) -> None:
+        """Some algorithm and protocol (or the ones asked for) can run ``op`` on ``gpus``, as the
+        tuner would find (``collectives.why_not``); the tuner's wording when none can."""
+        from simulator.hardware.protocols import PROTOCOL_NAMES, load_protocols
+        from simulator.workloads.collectives import ALGORITHMS, why_not
+
+        if protocol not in PROTOCOL_NAMES and protocol != "auto":
+            return  # the ideal protocol: no table to ask
+        table = load_protocols()
+        reasons = [why_not(fabric, gpus, op, a, p, table) for a in (list(ALGORITHMS) if algo == "auto" else [algo])
+                   for p in (list(PROTOCOL_NAMES) if protocol == "auto" else [protocol])]
+        if all(reasons):
+            if algo != "auto":
+                raise InputError(f"{algo} cannot run {op} here: {reasons[0]}", field="algo")
+            raise InputError(f"no algorithm/protocol can run {op} on these {len(gpus)} GPUs ({reasons[0]})",
+                             field="algo")
 
     def _credit_lab(self, payload: dict[str, Any]) -> None:
         from simulator.workloads.labs.catalog_link import catalog_link
@@ -76,11 +94,12 @@ class PointCheck:
         from simulator.topology.builder import build_fabric
         from simulator.topology.validate import validate_model
         from simulator.errors import raise_all
-        from simulator.workloads.scenario import ScenarioModel, check_on_fabrics, value_problems
+        from simulator.workloads.scenario import ScenarioModel, _resolve_traces, check_on_fabrics, value_problems
 
         sources = payload["sources"]
         scenario = validate_model(ScenarioModel, payload["scenario"], sources)
         raise_all(value_problems(scenario, sources))
+        scenario = _resolve_traces(scenario, Path(payload["file"]), sources)  # Chakra items: their traces
         base = Path(payload["file"]).parent
         topologies = [Path(t) if Path(t).is_absolute() else base / t for t in scenario.topologies]
         for topo in topologies:

@@ -55,16 +55,22 @@ def _credit_lab(payload: dict[str, Any]) -> list[dict]:
 def _scenario(payload: dict[str, Any]) -> list[dict]:
     from simulator.runner.scenario_run import run_scenario
     from simulator.topology.validate import validate_model
-    from simulator.workloads.scenario import ScenarioModel
+    from simulator.workloads.scenario import ScenarioModel, _resolve_traces
 
     scenario = validate_model(ScenarioModel, payload["scenario"], payload["sources"])
+    scenario = _resolve_traces(scenario, Path(payload["file"]), payload["sources"])  # relative to the scenario
     base = Path(payload["file"]).parent
     topologies = [Path(t) if Path(t).is_absolute() else base / t for t in scenario.topologies]
     rows = []
     for system in run_scenario(scenario, topologies):
         for row in system.rows:
-            rows.append({"system": system.name, **{k: v for k, v in row.items() if not isinstance(v, dict)}})
+            rows.append({"system": system.name, **{k: v for k, v in row.items() if not _nested(v)}})
     return rows
+
+
+def _nested(value: Any) -> bool:
+    """A mapping or a list of mappings (a Chakra row's ``per_rank``): not a cell of a sweep row."""
+    return isinstance(value, dict) or (isinstance(value, list) and any(isinstance(v, dict) for v in value))
 
 
 _RUN = {"bench": _bench, "credit_lab": _credit_lab, "scenario": _scenario}
