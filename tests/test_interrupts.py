@@ -43,9 +43,12 @@ def test_a_finished_trace_stream_is_moved_into_place(tmp_path):
     assert path.is_file() and sorted(p.name for p in tmp_path.iterdir()) == ["t.json"]
 
 
-def _interrupt(args: list[str], cwd: Path, when) -> subprocess.CompletedProcess:  # noqa: ANN001 - () -> bool
+def _interrupt(args: list[str], cwd: Path, when, pid: list[int] | None = None) -> subprocess.CompletedProcess:  # noqa: ANN001
+    """Run fabricsim, send SIGINT once ``when(seconds since start)`` holds (or it ended, or 60 s)."""
     proc = subprocess.Popen([sys.executable, "-m", "simulator", *args], cwd=cwd, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True)
+    if pid is not None:
+        pid.append(proc.pid)
     start = time.monotonic()
     while not when(time.monotonic() - start) and proc.poll() is None and time.monotonic() - start < 60:
         time.sleep(0.02)
@@ -65,12 +68,26 @@ def test_ctrl_c_while_a_trace_streams_leaves_no_partial_file_and_the_old_trace(t
     assert sorted(p.name for p in tmp_path.iterdir()) == ["tr.json"] and old.read_text() == "old trace"
 
 
-@pytest.mark.parametrize("delay_s", [0.4, 0.8, 1.1])
-def test_ctrl_c_while_dask_starts_is_one_line_exit_130(tmp_path, delay_s):
+def _children(pid: int) -> bool:
+    """Whether process ``pid`` has started a child (Dask's first worker process)."""
+    return any(Path(task, "children").read_text().split() for task in Path(f"/proc/{pid}/task").iterdir())
+
+
+@pytest.mark.skipif(not Path("/proc/self/task").is_dir(), reason="reads /proc to see the cluster start")
+@pytest.mark.parametrize("after_s", [0.0, 0.15, 0.4])
+def test_ctrl_c_while_dask_starts_is_one_line_exit_130(tmp_path, after_s):
     sweep = tmp_path / "s.yaml"
     sweep.write_text("name: s\nbase:\n  credit_lab: {generation: nvlink5}\naxes:\n  buffer: [256K, 512K, 1M]\n"
                      "  cable_m: [1, 5, 30]\n")
-    done = _interrupt(["sweep", str(sweep), "--workers", "2", "--no-cache"], tmp_path, lambda t: t > delay_s)
+    seen: list[float] = []
+
+    def starting(t: float) -> bool:  # the first worker process is up, plus after_s
+        if not seen and _children(proc_pid[0]):
+            seen.append(t)
+        return bool(seen) and t >= seen[0] + after_s
+
+    proc_pid: list[int] = []
+    done = _interrupt(["sweep", str(sweep), "--workers", "2", "--no-cache"], tmp_path, starting, proc_pid)
     assert done.returncode in INTERRUPTED, done.stderr
     assert "Traceback" not in done.stderr and "Error" not in done.stderr, done.stderr
     lines = [x for x in done.stderr.splitlines() if x.strip()]

@@ -92,7 +92,11 @@ def _shipped(payload: dict[str, Any]) -> dict[str, Any]:
 
 
 class _client:
-    """A distributed.Client on a new LocalCluster or an existing scheduler, closed on exit."""
+    """A distributed.Client on a new LocalCluster or an existing scheduler, closed on exit.
+
+    A Ctrl-C while the local cluster starts lets the start finish (about a second), closes the
+    cluster quietly, then raises ``KeyboardInterrupt`` (a second Ctrl-C stops the start at once);
+    an interrupted run silences what Dask logs about the tasks it cancels."""
 
     def __init__(self, workers: int | None, scheduler: str | None, processes: bool) -> None:
         self.workers, self.scheduler, self.processes = workers, scheduler, processes
@@ -116,8 +120,11 @@ class _client:
         interrupted: list[bool] = []
 
         def on_sigint(signum: int, frame: object) -> None:
+            # the first Ctrl-C waits for the start to finish (a worker process cut off while it
+            # reads what its parent sends prints a traceback of its own); a second one stops it now
             interrupted.append(True)
-            raise KeyboardInterrupt
+            if len(interrupted) > 1:
+                raise KeyboardInterrupt
 
         main = threading.current_thread() is threading.main_thread()
         previous = signal.signal(signal.SIGINT, on_sigint) if main else None
@@ -125,6 +132,8 @@ class _client:
             self.cluster = LocalCluster(n_workers=n, threads_per_worker=1, processes=self.processes,
                                         dashboard_address=None, silence_logs=logging.ERROR)
             self.client = Client(self.cluster)
+            if interrupted:
+                raise KeyboardInterrupt
         except BaseException:
             # Ctrl-C while the cluster starts (or a start that fails): close what did start,
             # quietly, so neither this nor distributed's own exit hook prints a traceback
@@ -136,6 +145,10 @@ class _client:
         finally:
             if previous is not None:
                 signal.signal(signal.SIGINT, previous)
+        if interrupted:  # Ctrl-C between the check above and putting the old handler back
+            _quiet_logs()
+            self._abandon([c for c in list(SpecCluster._instances) if c not in before])
+            raise KeyboardInterrupt
         return self.client
 
     def _abandon(self, clusters: list) -> None:
