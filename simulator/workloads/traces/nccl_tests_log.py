@@ -569,7 +569,13 @@ class _Reader:
             return
         tokens = line.lstrip("#").split()
         if {"size", "count", "type", "busbw"} <= set(tokens):
+            stray = tokens[:tokens.index("size")]
+            if stray:  # a garbled header ('0  size count ...'): read from 'size' on, and say so
+                tokens = tokens[tokens.index("size"):]
             test = self.next_test(number) if cur.has_table else cur
+            if stray:
+                test.warn(number, f"column header with {' '.join(stray)!r} before 'size' (expected "
+                                  "'#  size  count  type ...'): read from 'size' on")
             test.columns = _header_columns(tokens, self.path, number)
             test.draft.header_line = number
             test.draft.columns_from = f"column header, line {number}"
