@@ -395,7 +395,8 @@ def fit(doc: Mapping[str, Any], catalog: Any = None, source: str = "<run>") -> C
         values["l2_cold_latency_factor"] = max(1.0, statistics.median(factors))
         sources["l2_cold_latency_factor"] = src("switch", "1 x 8192 bf16 kernels replayed alone and each after a "
                                                           "GEMV streaming a 117 MB weight, latency beyond the fixed "
-                                                          "cost: " + "; ".join(cold_src) + f": x {values['l2_cold_latency_factor']:.2f}")
+                                                          "cost: " + "; ".join(cold_src)
+                                                          + f": x {values['l2_cold_latency_factor']:.2f}")
 
     # gemm: the weight stream of the M=1 GEMM with the most weights
     m1 = [r for r in _records(doc, "gemm") if r["m"] == 1]

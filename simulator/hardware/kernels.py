@@ -412,18 +412,20 @@ class GpuKernels:
         Tiles of ``gemm_tile_m x gemm_tile_n`` outputs (``SKINNY_TILE_N`` columns for a skinny GEMM),
         one CTA each; a GEMM whose tiles fill at most ``SPLIT_K_FILL`` of the SMs (skinny at decode,
         or small) splits K over SMs / tiles CTAs per tile (at least two, as cuBLAS splits 112 tiles
-        on 132 SMs), each a slice of at least ``SPLIT_K_MIN``, and a second kernel adds the fp32 partial sums (cuBLAS's
-        ``splitKreduce_kernel``, in the H200 run's profiles: a fixed cost and one round trip). The
-        partial sums stay in L2: with tiles x splits <= SMs they are at most 4 B x 128 x 128 x SMs
-        (8.7 MB on 132 SMs), under every GPU's L2. Tensor time: ceil(CTAs / SMs) waves, each one CTA's FLOPs
-        at the per-SM rate, never faster than the power-capped sustained rate. Memory time:
-        operands and output through HBM at the rate the CTAs draw. The longer wins."""
+        on 132 SMs), each a slice of at least ``SPLIT_K_MIN``, and a second kernel adds the fp32
+        partial sums (cuBLAS's ``splitKreduce_kernel``, in the H200 run's profiles: a fixed cost and
+        one round trip). The partial sums stay in L2: with tiles x splits <= SMs they are at most
+        4 B x 128 x 128 x SMs (8.7 MB on 132 SMs), under every GPU's L2. Tensor time: ceil(CTAs /
+        SMs) waves, each one CTA's FLOPs at the per-SM rate, never faster than the power-capped
+        sustained rate. Memory time: operands and output through HBM at the rate the CTAs draw. The
+        longer wins."""
         a, s = self.arch, 1 if dtype == "fp8" else 2
         tm, tn, sms = a.gemm_tile_m, a.gemm_tile_n, self.spec.sms
         if m < tm and math.ceil(n / SKINNY_TILE_N) <= 2 * sms:
             tn = SKINNY_TILE_N
         tiles = math.ceil(m / tm) * math.ceil(n / tn)
-        split = max(2, min(sms // tiles, k // SPLIT_K_MIN)) if tiles <= SPLIT_K_FILL * sms and k >= 2 * SPLIT_K_MIN else 1
+        splits_k = tiles <= SPLIT_K_FILL * sms and k >= 2 * SPLIT_K_MIN
+        split = max(2, min(sms // tiles, k // SPLIT_K_MIN)) if splits_k else 1
         ctas = tiles * split
         waves = math.ceil(ctas / sms)
         peak = self.peak_flops(dtype)
@@ -463,8 +465,8 @@ class GpuKernels:
 
         Each CTA's tile work (``FLASH_FWD_BLOCK_M`` x ``FLASH_FWD_BLOCK_N`` x d x 4 FLOPs per key
         block, padded rows included) runs on one SM at the SM's share of the FlashAttention rate,
-        after its ``attention_cta_latency_s``;
-        the block scheduler hands the next CTA to the first SM that frees (greedy list scheduling).
+        after its ``attention_cta_latency_s``; the block scheduler hands the next CTA to the first SM
+        that frees (greedy list scheduling).
         So a causal kernel with fewer CTAs than SMs lasts as long as its longest CTA, and one with a
         few waves pays for the uneven ones at its end."""
         unit = FLASH_FWD_BLOCK_M * FLASH_FWD_BLOCK_N * head_dim * 4.0
