@@ -126,3 +126,18 @@ def test_lab_retry_refuses_a_ber_that_takes_its_link_down_before_running():
                                      "choose lower bit error rates")
     with pytest.raises(InputError, match="link is down"):
         retry_sweep("pcie5", bers=(1e-3,), buffers=(65536,), packets=100)
+
+
+def test_a_tray_taken_down_stops_drawing_its_switch_power():
+    # issue 27, item 5: with a tray down 144 links disappeared but switch power stayed 5,400 W
+    from simulator.hardware.faults import FaultSpec
+    from simulator.topology.builder import build_fabric
+    from simulator.topology.faults import apply_faults
+
+    fabric = build_fabric(ROOT / "topologies" / "gb200_nvl72.yaml")
+    down = apply_faults(fabric, [FaultSpec.model_validate({"kind": "switch_down", "enclosure": "switch_tray0"})],
+                        lambda i, k, m: AssertionError(m))
+    chip = next(n for n in fabric.nodes.values() if n.kind == "switch").static_power_W
+    assert fabric.static_power_W["switch_chip"] == 18 * chip
+    assert down.static_power_W["switch_chip"] == 16 * chip  # the tray's two NVSwitch chips are off
+    assert set(down.static_power_W) == set(fabric.static_power_W)

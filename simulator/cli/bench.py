@@ -164,13 +164,15 @@ def register(app: typer.Typer) -> None:
             from simulator.reports.run_notice import unit_note
 
             units = unit_note(rows)
+            # the rows are the faulted fabric's: its title says so (issue 27, item 5)
+            degraded = f", degraded by {'; '.join(fabric.faults)}" if fabric.faults else ""
             note = f" (packet engine, {units})" if units else ""
             note += {"single": ", single calls (launch exposed)", "graph": ", calls in one CUDA graph"}.get(timing, "")
             from simulator.reports.fit import fit
 
             out = report_console(stderr=json_path == "-")
             out.print(fit(nccl_table(op, spec.gpus, rows,
-                                     title=f"{fabric.name}: {op} on {spec.gpus} GPUs{where}{note}",
+                                     title=f"{fabric.name}{degraded}: {op} on {spec.gpus} GPUs{where}{note}",
                                      dtype=dtype, root=root),
                           out.width, optional=("#wrong", "redop", "type", "count (elements)", "root",
                                                "algbw (GB/s)", "algo/proto/ch/engine")))

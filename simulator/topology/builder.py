@@ -23,7 +23,7 @@ from simulator.hardware.kernels import has_kernel_section, load_kernel_table
 from simulator.hardware.yamlfile import YamlFile
 from simulator.hardware.catalog import (CablePart, Catalog, DevicePart, HardwareError, LinkGeneration,
                                         RetimerPart, check_retimers, load_catalog)
-from simulator.topology.fabric import Channel, CreditSpec, Fabric, Node, SwitchScheduling
+from simulator.topology.fabric import DEVICE_POWER_KEY, Channel, CreditSpec, Fabric, Node, SwitchScheduling
 from simulator.topology.faults import ErrorAt, apply_faults, timed_faults
 from simulator.topology.loader import Path_, SourceMap, load_yaml
 from simulator.topology.patterns import pairs, select
@@ -37,9 +37,6 @@ COMPONENT_KINDS = ("gpu_serdes", "host_serdes", "switch_serdes", "nic", "switch_
 SERDES_KEY = {"gpu": "gpu_serdes", "switch": "switch_serdes", "pcie_switch": "switch_serdes",
               "nic": "nic", "host": "host_serdes"}
 """Node kind -> energy component kind of the SerDes at that end of a channel."""
-DEVICE_POWER_KEY = {"switch": "switch_chip", "nic": "nic", "pcie_switch": "pcie_switch",
-                    "host": "host_serdes", "gpu": "gpu_serdes"}
-"""Node kind -> static-power component kind of the device's interconnect logic."""
 CABLE_POWER_KEY = {"optical": "optics", "copper_active": "active_copper", "copper_passive": "passive_copper"}
 """Cable kind -> component kind, static and dynamic (board traces draw nothing of their own)."""
 

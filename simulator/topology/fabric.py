@@ -40,6 +40,11 @@ per-switch scheduler matches inputs to outputs every cell time (request, grant, 
 ``auto``: matching when the allocator exists only as a matcher (islip, pim, wavefront)."""
 
 
+DEVICE_POWER_KEY = {"switch": "switch_chip", "nic": "nic", "pcie_switch": "pcie_switch",
+                    "host": "host_serdes", "gpu": "gpu_serdes"}
+"""Node kind -> static-power component kind of the device's interconnect logic."""
+
+
 @dataclass(frozen=True, slots=True)
 class SwitchScheduling:
     """How one switch moves packets from inputs to outputs; ``None`` fields take the run's default

@@ -29,7 +29,7 @@ import numpy as np
 from simulator.errors import InputError
 from simulator.hardware.faults import FaultSpec
 from simulator.hardware.retry import link_down, retry_parts, retry_point, unusable_ber
-from simulator.topology.fabric import Channel, Fabric
+from simulator.topology.fabric import DEVICE_POWER_KEY, Channel, Fabric
 from simulator.units import format_seconds
 
 ErrorAt = Callable[[int, str | None, str], InputError]
@@ -77,7 +77,7 @@ def apply_faults(fabric: Fabric, faults: Sequence[FaultSpec], error_at: ErrorAt)
     nodes = [n for n in fabric.nodes.values() if n.name not in removed]
     kept = sorted(alive.values(), key=lambda c: c.id)
     channels = [dataclasses.replace(c, id=k) for k, c in enumerate(kept)]
-    out = Fabric.from_parts(fabric.name, nodes, channels, fabric.static_power_W)
+    out = Fabric.from_parts(fabric.name, nodes, channels, _power_without(fabric, removed))
     out.gpu_specs, out.kernel_files = fabric.gpu_specs, fabric.kernel_files
     out.warnings.extend(fabric.warnings)
     out.faults.extend(fabric.faults)
@@ -86,6 +86,19 @@ def apply_faults(fabric: Fabric, faults: Sequence[FaultSpec], error_at: ErrorAt)
     out.warnings.extend(ber_warnings)
     out.warnings.extend(_split_warning(out))
     return out
+
+
+def _power_without(fabric: Fabric, removed: set[str]) -> dict[str, float]:
+    """Static power once the ``removed`` switches are down: a downed switch (a tray taken out) draws
+    nothing (assumption: a switch_down fault is a powered-off or pulled device; the cables and
+    modules of its links stay as counted, plugged into the other end)."""
+    power = dict(fabric.static_power_W)
+    for name in removed:
+        node = fabric.nodes[name]
+        key = DEVICE_POWER_KEY.get(node.kind)
+        if key in power and node.static_power_W:
+            power[key] = max(0.0, power[key] - node.static_power_W)
+    return power
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
