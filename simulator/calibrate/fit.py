@@ -63,9 +63,9 @@ ELEMENTWISE_CTA_BYTES = 1024
 STREAM_SHARPNESS_STARTS = (1.0, 2.0, 4.0)
 """assumption: starting values of k for the stream fit (the best of the three fits is kept)."""
 ATTENTION_CLASS_NOTE = (
-    "the model's decode is FlashAttention-2's KV-cache (split-KV) kernel; PyTorch SDPA runs its plain "
-    "forward kernel instead when the split heuristic gives one split, and that kernel is slower per "
-    "byte (its points are reported against split=False, not fitted)")
+    "the class is the split-KV kernel's; PyTorch SDPA runs its plain forward kernel instead when the "
+    "split heuristic gives one split, which the model costs as the forward kernel on its padded query "
+    "tile (compute-bound; its points are checked against split=False, not fitted here)")
 SUSTAINED_SQUARES = (8192, 16384)
 """GEMMs whose median rate is tensor_sustained_efficiency (issue 23)."""
 TILE_SQUARE = 4096
@@ -107,26 +107,6 @@ def levenberg_marquardt(residuals: Callable[[np.ndarray], np.ndarray], x0: Seque
         if not improved or done:
             break
     return x, cost
-
-
-def golden_min(f: Callable[[float], float], lo: float, hi: float, iterations: int = 100, tol: float = 1e-9) -> float:
-    """The minimum of a unimodal ``f`` on [lo, hi] (golden-section search)."""
-    g = (math.sqrt(5) - 1) / 2
-    a, b = lo, hi
-    c, d = b - g * (b - a), a + g * (b - a)
-    fc, fd = f(c), f(d)
-    for _ in range(iterations):
-        if fc < fd:
-            b, d, fd = d, c, fc
-            c = b - g * (b - a)
-            fc = f(c)
-        else:
-            a, c, fc = c, d, fd
-            d = a + g * (b - a)
-            fd = f(d)
-        if b - a < tol * max(1.0, abs(a)):
-            break
-    return (a + b) / 2
 
 
 def soft_min(a: float, b: float, k: float) -> float:
@@ -611,5 +591,5 @@ def check(cal: Calibration, doc: Mapping[str, Any], model_graph: Any, model_eage
     return rows
 
 
-__all__ = ["Calibration", "Row", "check", "check_document", "fit", "gpu_part", "golden_min",
+__all__ = ["Calibration", "Row", "check", "check_document", "fit", "gpu_part",
            "levenberg_marquardt", "soft_min", "unsoft"]

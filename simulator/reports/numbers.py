@@ -25,10 +25,7 @@ def number(value: object) -> str:
             return "0"
         if abs(value) >= 1e4:
             return f"{value:,.0f}"
-        if abs(value) >= 1e-3:
-            text = f"{value:,.4g}"
-            return text if "e" not in text else f"{value:,.0f}"
-        return f"{value:.2e}"
+        return f"{value:,.4g}" if abs(value) >= 1e-3 else f"{value:.2e}"
     if isinstance(value, (list, tuple)):
         return ", ".join(number(v) for v in value)
     return str(value)

@@ -35,7 +35,6 @@ LAYER_STACKS = {
                "KV-cache index_copy x2, attention, O GEMM, add | RMSNorm, gate+up GEMM, SiLU, mul, down GEMM, "
                "add; embedding and LM head per step"}
 """Kernel sequence -> its one-line statement, carried in every decode/prefill report."""
-LayerStack = str
 DEFAULT_STACK = "pytorch"
 """The default kernel sequence: the one fabricsim's layers are checked against (``fabricsim
 calibrate``'s layer bench on one H200, ``validate``); ``fused`` models a serving engine's kernels,
@@ -168,7 +167,7 @@ def _attention(gk: GpuKernels, m: ModelShape, phase: str, flash_decoding: bool) 
 
 @functools.lru_cache(maxsize=65536)
 def step_cost(gk: GpuKernels, m: ModelShape, phase: str, flash_decoding: bool = True,
-              stack: LayerStack = DEFAULT_STACK) -> StepCost:
+              stack: str = DEFAULT_STACK) -> StepCost:
     """Cached (a serving run asks the same steps again and again; treat the result as read-only).
     The kernels of one decode step (``phase='decode'``: one new token per sequence against
     ``m.context`` cached ones) or one prefill (``'prefill'``: ``m.context`` prompt tokens, causal),
