@@ -15,7 +15,7 @@ from simulator.engine.transfer import Transfer, Workload
 from simulator.hardware.gpu_side import load_gpu_side
 from simulator.runner.sweeps import SweepSpec, sweep
 from simulator.topology.builder import build_fabric
-from simulator.workloads.collectives import build_collective
+from simulator.workloads.collectives import ALGORITHMS, build_collective
 from simulator.workloads.collectives.gpu_side import GpuSide
 from simulator.workloads.copies import build_copy
 
@@ -94,26 +94,26 @@ def test_channel_rule_matches_nccl_thresholds():
     """NCCL drops a channel while bytes < channels x threads x threshold (Ring LL: x nranks)."""
     side = GpuSide(load_gpu_side().architecture("hopper"), load_gpu_side().library)
     # Ring LL on 2 ranks: 512 threads x 8 B x 2 = 8 KiB per channel
-    assert side.channels_for_size(24, "all_reduce", "ring", "LL", 64 * 1024, 2) == 8
-    assert side.channels_for_size(24, "all_reduce", "ring", "LL", 8 * 1024, 2) == 1
+    assert side.ctas_for_size(24, "all_reduce", ALGORITHMS["ring"].ctas, "LL", 64 * 1024, 2) == 8
+    assert side.ctas_for_size(24, "all_reduce", ALGORITHMS["ring"].ctas, "LL", 8 * 1024, 2) == 1
     # Simple: 512 threads x 64 B = 32 KiB per channel; all_gather and reduce_scatter count the whole
     # array (NCCL's nBytes = per-rank count x nRanks, src/include/info.h ncclInfoSetDerived)
-    assert side.channels_for_size(24, "all_reduce", "ring", "Simple", 256 * 1024, 2) == 8
-    assert side.channels_for_size(24, "all_gather", "ring", "Simple", 256 * 1024, 2) == 8
-    assert side.channels_for_size(24, "reduce_scatter", "ring", "Simple", 256 * 1024, 8) == 8
+    assert side.ctas_for_size(24, "all_reduce", ALGORITHMS["ring"].ctas, "Simple", 256 * 1024, 2) == 8
+    assert side.ctas_for_size(24, "all_gather", ALGORITHMS["ring"].ctas, "Simple", 256 * 1024, 2) == 8
+    assert side.ctas_for_size(24, "reduce_scatter", ALGORITHMS["ring"].ctas, "Simple", 256 * 1024, 8) == 8
     # the p2p ops count one rank's share
-    assert side.channels_for_size(32, "alltoall", "direct", "Simple", 512 * 1024, 2) == 8
+    assert side.ctas_for_size(32, "alltoall", ALGORITHMS["direct"].ctas, "Simple", 512 * 1024, 2) == 8
 
 
 def test_nvls_keeps_its_channels_at_every_size():
     """NCCL sets NVLS's channel count to nvlsChannels whatever the size (src/enqueue.cc: "NVLS
     should not need more than 16 channels to get peak BW"): no thread-threshold drop."""
     side = GpuSide(load_gpu_side().architecture("blackwell"), load_gpu_side().library)
-    nvls = side.default_channels("all_gather", "nvls")
+    nvls = side.default_ctas("all_gather", ALGORITHMS["nvls"].ctas)
     assert nvls == 24
     for nbytes in (8, 64 * 1024, 2**20, 2**30):
-        assert side.channels_for_size(nvls, "all_gather", "nvls", "Simple", nbytes, 72) == nvls
-    assert side.channels_for_size(24, "all_gather", "ring", "Simple", 64 * 1024, 72) == 2
+        assert side.ctas_for_size(nvls, "all_gather", ALGORITHMS["nvls"].ctas, "Simple", nbytes, 72) == nvls
+    assert side.ctas_for_size(24, "all_gather", ALGORITHMS["ring"].ctas, "Simple", 64 * 1024, 72) == 2
 
 
 def test_slot_loop_is_buffer_over_round_trip():

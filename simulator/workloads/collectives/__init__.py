@@ -1,4 +1,5 @@
-"""Collectives as transfer DAGs: a registry of algorithms (name -> builder) and one entry point.
+"""Collectives as transfer DAGs: a registry of algorithms (one record each, ``registry.py``) and one
+entry point.
 
     build_collective(fabric, gpus, op, nbytes, algo="auto", protocol="auto", channels=None,
                      granularity="steady", chunk_bytes=DEFAULT_CHUNK_BYTES) -> Workload
@@ -8,9 +9,6 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Callable
-
 import networkx as nx
 
 from simulator.engine.transfer import Workload
@@ -18,57 +16,21 @@ from simulator.errors import InputError, unknown_choice
 from simulator.hardware.protocols import IDEAL, PROTOCOL_NAMES, ProtocolTable, load_protocols
 from simulator.topology.fabric import Fabric
 from simulator.workloads.collectives import direct, hierarchical, nvls, ring, tree
-from simulator.workloads.collectives.base import (DEFAULT_CHUNK_BYTES, DEFAULT_WINDOW, GRANULARITIES,
-                                                  CollectiveSpec, DagBuilder, check_gpus, default_channels)
-from simulator.workloads.collectives.gpu_side import GpuSide
+from simulator.workloads.collectives.base import DEFAULT_CHUNK_BYTES, DEFAULT_WINDOW, GRANULARITIES, check_gpus
+from simulator.workloads.collectives.build import build_algorithm
 from simulator.workloads.collectives.ops import OPS, busbw_factor, check_op
-from simulator.workloads.collectives.rails import rail_channels
+from simulator.workloads.collectives.registry import (ALGORITHMS, AlgorithmRecord, algorithm_help, check_algo,
+                                                      register, unregister, why_not)
+from simulator.workloads.collectives.tuner import choose
 
-RAIL_AWARE = frozenset({"ring", "tree"})
-"""Algorithms whose channels take rail-aware orders on multi-node fabrics (rails.py); their default
-channel count is rounded to a multiple of the GPUs per node there."""
+SHIPPED = (ring, tree, direct, nvls, hierarchical)
+"""The algorithms' modules, each declaring its ``RECORD``, in registry order: the tuner's tie order
+(``tuner.choose``) and the order of every listing (``ALGORITHM_NAMES``, ``algorithm_help``)."""
+for _module in SHIPPED:
+    register(_module.RECORD)
 
-
-@dataclass(frozen=True, slots=True)
-class Algorithm:
-    """A registered algorithm: the ops it implements, its builder, and when it cannot run."""
-
-    name: str
-    ops: frozenset[str]
-    build: Callable[[CollectiveSpec, DagBuilder], None]
-    applicable: Callable[[Fabric, tuple[str, ...]], str | None] = lambda fabric, gpus: None
-
-
-ALGORITHMS: dict[str, Algorithm] = {
-    "ring": Algorithm("ring", ring.OPS, ring.build),
-    "tree": Algorithm("tree", tree.OPS, tree.build),
-    "direct": Algorithm("direct", direct.OPS, direct.build),
-    "nvls": Algorithm("nvls", nvls.OPS, nvls.build, nvls.applicable),
-    "hierarchical": Algorithm("hierarchical", hierarchical.OPS, hierarchical.build, hierarchical.applicable),
-}
-
-
-def why_not(fabric: Fabric, gpus: tuple[str, ...], op: str, algo: str, protocol: str,
-            table: ProtocolTable) -> str | None:
-    """None if ``algo`` x ``protocol`` can run ``op`` on these GPUs, else the reason."""
-    a = ALGORITHMS.get(algo)
-    if a is None:
-        return str(unknown_choice("algo", algo, ["auto", *ALGORITHMS]))
-    if op not in a.ops:
-        return f"{algo} does not implement {op} (it does {', '.join(sorted(a.ops))})"
-    if len(gpus) < 2:
-        return "a collective needs at least 2 GPUs"
-    reason = a.applicable(fabric, gpus)  # the fabric's reason first: it holds for every protocol
-    if reason is None and not table.supports(algo, protocol):
-        reason = f"{algo} does not run protocol {protocol}"
-    return reason
-
-
-def check_algo(algo: str) -> str:
-    """``algo`` if it names a registered algorithm or ``auto``, else an input error with a suggestion."""
-    if algo != "auto" and algo not in ALGORITHMS:
-        raise unknown_choice("algo", algo, ["auto", *ALGORITHMS], field="algo")
-    return algo
+ALGORITHM_NAMES: tuple[str, ...] = tuple(ALGORITHMS)
+"""The shipped algorithms' names in registry order (what ``algo=`` takes besides ``auto``)."""
 
 
 def check_protocol(protocol: str) -> str:
@@ -104,9 +66,18 @@ def build_collective(fabric: Fabric, gpus: list[str] | tuple[str, ...], op: str,
     if channels is not None and channels < 1:
         raise InputError(f"channels must be at least 1, not {channels}", field="channels")
     algo, protocol = check_algo(algo), check_protocol(protocol)
+    fixed = dict(channels=channels, root=root, exposed_launch=exposed_launch, kernel_fixed_s=kernel_fixed_s)
     try:
-        return _build(fabric, gpus, op, nbytes, algo, protocol, channels, granularity, chunk_bytes, window, root,
-                      table, exposed_launch, sample, kernel_fixed_s)
+        meta_extra = {}
+        if algo == "auto" or protocol == "auto":
+            algo, protocol, predicted, chosen = choose(fabric, gpus, op, nbytes, algo, protocol, table, **fixed)
+            if granularity == "steady":  # the candidate the tuner built is this call's workload
+                chosen.meta["predicted_s"] = predicted
+                return chosen
+            meta_extra["predicted_s"] = predicted
+        return build_algorithm(fabric, gpus, op, nbytes, algo, protocol, table, granularity=granularity,
+                               chunk_bytes=chunk_bytes, window=window, sample=sample, meta_extra=meta_extra,
+                               **fixed)
     except nx.NetworkXNoPath as err:
         if fabric.faults:  # the faults cut the route, not the choice of GPUs
             raise InputError(f"{op} cannot run on {fabric.name} with its faults ({'; '.join(fabric.faults)}): "
@@ -115,50 +86,5 @@ def build_collective(fabric: Fabric, gpus: list[str] | tuple[str, ...], op: str,
         raise InputError(f"{op} cannot run on {fabric.name}: {err}", field="gpus") from None
 
 
-def _build(fabric: Fabric, gpus: tuple[str, ...], op: str, nbytes: int, algo: str, protocol: str,
-           channels: int | None, granularity: str, chunk_bytes: int, window: int, root: int,
-           table: ProtocolTable, exposed_launch: bool, sample: str | None = None,
-           kernel_fixed_s: float = 0.0) -> Workload:
-    from simulator.workloads.collectives.tuner import choose  # tuner builds through this module
-
-    meta_extra = {}
-    if algo == "auto" or protocol == "auto":
-        algo, protocol, predicted, chosen = choose(fabric, gpus, op, nbytes, algo, protocol, table, channels,
-                                                   root=root, exposed_launch=exposed_launch,
-                                                   kernel_fixed_s=kernel_fixed_s)
-        if granularity == "steady":  # the candidate the tuner built is this call's workload
-            chosen.meta["predicted_s"] = predicted
-            return chosen
-        meta_extra["predicted_s"] = predicted
-    reason = why_not(fabric, gpus, op, algo, protocol, table)
-    if reason:
-        raise InputError(reason, field="algo")
-    gpu = GpuSide.of(fabric, gpus)
-    if not channels:
-        channels = choose_channels(fabric, gpus, gpu, op, algo, protocol, nbytes)
-    spec = CollectiveSpec(fabric=fabric, gpus=gpus, op=op, nbytes=int(nbytes), algo=algo,
-                          protocol=table.protocol(protocol), table=table, channels=channels,
-                          granularity=granularity, chunk_bytes=chunk_bytes, window=window, root=root,
-                          gpu=gpu, exposed_launch=exposed_launch, sample=sample, kernel_fixed_s=kernel_fixed_s)
-    dag = DagBuilder(merge=sample is not None)  # an estimate: identical transfers merged
-    ALGORITHMS[algo].build(spec, dag)
-    meta = {"op": op, "algo": algo, "protocol": protocol, "bytes": int(nbytes), "n": len(gpus),
-            "busbw_factor": busbw_factor(op, len(gpus)), "channels": spec.channels,
-            "granularity": granularity, **meta_extra}
-    return dag.workload(f"{op}.{algo}.{protocol}.{nbytes}B.{len(gpus)}gpu", meta)
-
-
-def choose_channels(fabric: Fabric, gpus: tuple[str, ...], gpu: GpuSide, op: str, algo: str, protocol: str,
-                    nbytes: int) -> int:
-    """NCCL's channel count for one call: the architecture's default for the algorithm (one per
-    equal-cost route on fabrics without a GPU side), fewer for small messages, rounded to the rails
-    on multi-node fabrics (rail-aware algorithms)."""
-    channels = gpu.default_channels(op, algo) or default_channels(fabric, gpus)
-    channels = gpu.channels_for_size(channels, op, algo, protocol, nbytes, len(gpus))
-    if algo in RAIL_AWARE:
-        channels = rail_channels(fabric, gpus, channels)
-    return channels
-
-
-__all__ = ["ALGORITHMS", "Algorithm", "OPS", "build_collective", "busbw_factor", "check_algo", "check_protocol",
-           "why_not"]
+__all__ = ["ALGORITHMS", "ALGORITHM_NAMES", "AlgorithmRecord", "OPS", "SHIPPED", "algorithm_help", "build_collective",
+           "busbw_factor", "check_algo", "check_protocol", "register", "unregister", "why_not"]

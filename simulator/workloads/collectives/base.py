@@ -45,6 +45,7 @@ class CollectiveSpec:
     nbytes: int
     """Message size S in nccl-tests' convention (see ops.py)."""
     algo: str
+    """The registered algorithm's name (``registry.AlgorithmRecord.name``)."""
     protocol: Protocol
     table: ProtocolTable
     channels: int
@@ -62,6 +63,9 @@ class CollectiveSpec:
     """The NCCL kernel's fixed cost as any kernel's in its launch mode (``hardware.kernels``:
     ``graph_kernel_s`` when the call is one node of a CUDA graph, as a serving engine's decode step
     runs it); 0 for nccl-tests' back-to-back eager iterations, whose launches overlap the kernels."""
+    table_row: str = ""
+    """The protocol table's algorithm row (``parts/protocols.yaml``) whose base and step latencies
+    ``base_s`` and ``hop_s`` read by default (``registry.AlgorithmRecord.row``); "": ``algo``'s."""
     sample: str | None = None
     """Tuner estimates on multi-node fabrics whose nodes are alike: build the transfers inside this
     node (``Node.group``) and every transfer between nodes, skip those inside the other nodes
@@ -102,18 +106,19 @@ class CollectiveSpec:
 
     def base_s(self, algo: str | None = None) -> float:
         """Fixed cost of the call: kernel launch (a call timed alone) or the kernel's fixed cost in
-        a CUDA graph, plus NCCL's in-kernel base latency of ``algo`` (default: this call's
-        algorithm) (s)."""
+        a CUDA graph, plus NCCL's in-kernel base latency of the protocol table's row ``algo``
+        (default: this call's algorithm's, ``table_row``) (s)."""
         side = self.side
         launch = side.launch_s if side and self.exposed_launch else 0.0
-        return self.table.base_s(algo or self.algo, self.protocol.name) + launch + self.kernel_fixed_s
+        return self.table.base_s(algo or self.table_row or self.algo, self.protocol.name) + launch + self.kernel_fixed_s
 
     def hop_s(self, src: str, dst: str, algo: str | None = None) -> float:
         """Latency of one pipeline step from ``src`` to ``dst`` besides the route: NCCL's protocol
-        latency for the link kinds on the way plus one slot handoff (flag write and poll).
-        Cached on the fabric per (table, algorithm, protocol, GPU architecture, pair); tables are
+        latency for the link kinds on the way (the protocol table's row ``algo``, default this
+        call's algorithm's, ``table_row``) plus one slot handoff (flag write and poll).
+        Cached on the fabric per (table, row, protocol, GPU architecture, pair); tables are
         loaded once per process (``load_protocols``), so their identity is a stable key."""
-        algo = algo or self.algo
+        algo = algo or self.table_row or self.algo
         side = self.side
         key = ("collectives.hop", id(self.table), algo, self.protocol.name, side.name if side else "", src, dst)
         cache = self.fabric.route_cache
@@ -264,8 +269,9 @@ def dealt_paths(fabric: Fabric, src: str, dst: str, channels: int) -> tuple[tupl
     return dealt
 
 
-def default_channels(fabric: Fabric, gpus: tuple[str, ...]) -> int:
-    """One channel per equal-cost route between neighbours (every link/plane), capped."""
+def route_channels(fabric: Fabric, gpus: tuple[str, ...]) -> int:
+    """NCCL channels on a fabric without a GPU side (no CTA defaults): one per equal-cost route
+    between the first two GPUs (every link/plane), at most ``MAX_CHANNELS``."""
     if len(gpus) < 2:
         return 1
     return max(1, min(MAX_CHANNELS, len(equal_cost_routes(fabric, gpus[0], gpus[1]))))

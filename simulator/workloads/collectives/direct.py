@@ -11,6 +11,9 @@ One step, so both granularities are the same workload.
 from __future__ import annotations
 
 from simulator.workloads.collectives.base import CollectiveSpec, DagBuilder
+from simulator.workloads.collectives.gpu_side import CtaRule
+from simulator.workloads.collectives.ops import P2P_OPS
+from simulator.workloads.collectives.registry import AlgorithmRecord
 
 OPS = frozenset({"all_reduce", "all_gather", "reduce_scatter", "alltoall", "broadcast", "gather", "scatter",
                  "sendrecv"})
@@ -44,3 +47,11 @@ def build(spec: CollectiveSpec, dag: DagBuilder) -> None:
         ctas = max(1.0, spec.channels / peers[src])
         dag.add(src, dst, spec.wire(size), (), base + spec.hop_s(src, dst), None, f"direct.{spec.op}",
                 spec.cta_Bps(src, dst, ctas))
+
+
+RECORD = AlgorithmRecord(
+    "direct", OPS, build, "one-shot: every rank sends straight to every peer in one step",
+    ctas=CtaRule(pool="p2p"), auto_ops=P2P_OPS)
+"""Direct's rules: NCCL's point-to-point channels for every op; ``auto`` considers it for the ops
+NCCL runs point to point (``ops.P2P_OPS``) only: for the other collectives NCCL's tuner picks among
+ring, tree and NVLS (one-shot kernels stay available as ``algo=direct``)."""

@@ -20,10 +20,10 @@ or the buffer small (LL).
 Latency: kernel launch (``launch_s``) plus NCCL's in-kernel base latency once per call; per pipeline
 step NCCL's hardware latency of the protocol plus one flag handoff (``flag_s``) plus the route.
 
-Channel count per call follows NCCL's rule (``src/enqueue.cc``): start from the default (24 on
-Hopper, 16 NVLS channels, 32 for p2p); ring and tree drop channels while the message is below
-``channels x threads x threshold`` bytes, so small messages use few CTAs; NVLS keeps all its
-channels at every size.
+The CTA (channel) count per call follows NCCL's rule (``src/enqueue.cc``), read off each
+algorithm's ``CtaRule``: start from the default (24 on Hopper, 16 NVLS channels, 32 for p2p); ring
+and tree drop CTAs while the message is below ``CTAs x threads x threshold`` bytes, so small
+messages use few CTAs; NVLS keeps all its CTAs at every size.
 
 Fabrics built by hand (no GPU architecture on their nodes) have no GPU side: no rate limit, no
 launch or flag latency, as the closed-form tests expect.
@@ -32,12 +32,31 @@ launch or flag latency, as the closed-form tests expect.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Literal
 
 import numpy as np
 
 from simulator.hardware.gpu_side import ArchitectureSide, CollectiveLibrary, load_gpu_side
 from simulator.topology.fabric import Fabric
 from simulator.workloads.collectives.ops import P2P_OPS, WHOLE_ARRAY_OPS
+
+
+@dataclass(frozen=True, slots=True)
+class CtaRule:
+    """How many CTAs (NCCL channels, one CTA each) an algorithm runs a call on: the architecture
+    default it starts from and how it scales with the message (NCCL ``src/enqueue.cc``). An
+    algorithm's registry record carries it (``registry.AlgorithmRecord.ctas``)."""
+
+    pool: Literal["coll", "p2p", "nvls"] = "coll"
+    """The default for large messages: ``coll`` the architecture's collective channels
+    (``coll_channels``; ``p2p_channels`` for the point-to-point ops, ``ops.P2P_OPS``), ``p2p`` its
+    point-to-point channels for every op, ``nvls`` its NVLS channels (``nvls_channels``; as
+    ``coll`` on an architecture without NVLS)."""
+    by_size: bool = True
+    """Drop CTAs while the call's bytes are below CTAs x threads x threshold (``ctas_for_size``);
+    False: every CTA at every size (NVLS)."""
+    ll_per_rank: bool = False
+    """The LL protocol's threshold counts per rank (x ranks: NCCL's Ring LL)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,35 +90,37 @@ class GpuSide:
         name = min(sorted(archs), key=lambda a: table.architecture(a).channel_copy_Bps)
         return cls(table.architecture(name), table.library, name)
 
-    # -- channels ----------------------------------------------------------------------------
-    def default_channels(self, op: str, algo: str) -> int | None:
-        """NCCL's channel count for large messages of ``op`` with ``algo`` (None: no GPU side)."""
+    # -- CTAs (NCCL channels) -------------------------------------------------------------------
+    def default_ctas(self, op: str, rule: CtaRule) -> int | None:
+        """NCCL's channel (CTA) count for large messages of ``op`` under an algorithm's ``rule``
+        (None: no GPU side)."""
         if self.arch is None:
             return None
-        if algo == "nvls" and self.arch.nvls_channels:
+        if rule.pool == "nvls" and self.arch.nvls_channels:
             return self.arch.nvls_channels
-        if algo == "direct" or op in P2P_OPS:
+        if rule.pool == "p2p" or op in P2P_OPS:
             return self.arch.p2p_channels
         return self.arch.coll_channels
 
-    def channels_for_size(self, channels: int, op: str, algo: str, protocol: str, nbytes: int, n: int) -> int:
-        """Channels NCCL keeps for a call of ``nbytes`` (nccl-tests size S), following
-        ``src/enqueue.cc`` (the channel tuning after the algorithm choice): NVLS keeps its NVLS
-        channels at every size ("NVLS should not need more than 16 channels to get peak BW":
-        ``nc = comm->nvlsChannels``, no threshold); ring and tree drop one channel while the call's
-        bytes are below channels x threads x threshold (Ring LL: threshold x ranks). A call's bytes
-        are NCCL's ``nBytes``: the whole array S for all_gather and reduce_scatter, whose count is
-        per rank (``src/include/info.h``, ``ncclInfoSetDerived``: ``nBytes *= nRanks``), as for
-        all_reduce and broadcast; the p2p ops (alltoall, gather, scatter) count one rank's share."""
+    def ctas_for_size(self, ctas: int, op: str, rule: CtaRule, protocol: str, nbytes: int, n: int) -> int:
+        """CTAs NCCL keeps of ``ctas`` for a call of ``nbytes`` (nccl-tests size S), following
+        ``src/enqueue.cc`` (the channel tuning after the algorithm choice): an algorithm whose rule
+        does not scale by size (NVLS) keeps every CTA at every size ("NVLS should not need more than
+        16 channels to get peak BW": ``nc = comm->nvlsChannels``, no threshold); the others drop one
+        CTA while the call's bytes are below CTAs x threads x threshold (``CtaRule.ll_per_rank``,
+        Ring LL: threshold x ranks). A call's bytes are NCCL's ``nBytes``: the whole array S for
+        all_gather and reduce_scatter, whose count is per rank (``src/include/info.h``,
+        ``ncclInfoSetDerived``: ``nBytes *= nRanks``), as for all_reduce and broadcast; the p2p ops
+        (alltoall, gather, scatter) count one rank's share."""
         lib = self.library
         threads = lib.max_threads.get(protocol)
         threshold = lib.thread_threshold_B.get(protocol)
-        if self.arch is None or threads is None or threshold is None or algo == "nvls":
-            return channels
-        if algo == "ring" and protocol == "LL":
+        if self.arch is None or threads is None or threshold is None or not rule.by_size:
+            return ctas
+        if rule.ll_per_rank and protocol == "LL":
             threshold *= n
         per_call = nbytes / n if op in WHOLE_ARRAY_OPS and op in P2P_OPS else nbytes
-        nc = channels
+        nc = ctas
         while nc > 1 and per_call < nc * threads * threshold:
             nc -= 1
         return nc

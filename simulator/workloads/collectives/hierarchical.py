@@ -12,6 +12,7 @@ from __future__ import annotations
 from simulator.errors import InputError
 from simulator.workloads.collectives.base import CollectiveSpec, DagBuilder
 from simulator.workloads.collectives.rails import nodes_of
+from simulator.workloads.collectives.registry import AlgorithmRecord
 from simulator.workloads.collectives.ring import ring_phase
 
 OPS = frozenset({"all_reduce"})
@@ -56,3 +57,11 @@ def joins(dag: DagBuilder, done: dict[str, list[int]], gpus: tuple[str, ...], ph
     phase: the next phase's transfers wait on two of them instead of on every transfer of both
     ends (the same start times, without a fan-in of channels x steps deps per transfer)."""
     return {g: [dag.add(g, g, 0, done.get(g, []), tag=f"hier.{phase}.done")] for g in gpus}
+
+
+RECORD = AlgorithmRecord(
+    "hierarchical", OPS, build, "2D all_reduce: reduce-scatter in each node, all-reduce across, all-gather",
+    applicable=applicable, auto_multi_node_only=True)
+"""Hierarchical's rules: NCCL's collective channels, fewer for small calls, not rounded to the rails
+(its cross-node rings join one GPU of each node); ``auto`` considers it only across nodes joined
+by the network; its steps take ring's latencies (``spec.base_s("ring")``, ``ring_phase``)."""

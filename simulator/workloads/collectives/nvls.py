@@ -26,6 +26,8 @@ from __future__ import annotations
 
 from simulator.errors import InputError
 from simulator.workloads.collectives.base import CollectiveSpec, DagBuilder, n_chunks, route_lat_s
+from simulator.workloads.collectives.gpu_side import CtaRule
+from simulator.workloads.collectives.registry import AlgorithmRecord
 
 OPS = frozenset({"all_reduce", "reduce_scatter", "all_gather"})
 MIN_RANKS = 2
@@ -128,11 +130,11 @@ def _staging(dag: DagBuilder, spec: CollectiveSpec, base: float, reduce: bool, m
     for all_gather and reduce_scatter.
 
     NCCL moves NVLS data in loops: per channel, one loop stages one chunk (``nvls_chunk_B``: at
-    most ``NCCL_NVLS_CHUNKSIZE``, less for smaller calls) for each head's shard; the
-    multimem reduce of a loop needs every rank's copy-in of that loop, and its copy-out follows the multicast. Copy-in of loop l+1
-    overlaps copy-out of loop l, so the stream takes (loops + 1) loop times: the copies at the
-    channels' rate plus one loop of pipeline fill (which is why NVLS needs large messages on many
-    ranks: a loop grows with the heads, up to NCCL_MAX_NVLS_ARITY)."""
+    most ``NCCL_NVLS_CHUNKSIZE``, less for smaller calls) for each head's shard; the multimem
+    reduce of a loop needs every rank's copy-in of that loop, and its copy-out follows the
+    multicast. Copy-in of loop l+1 overlaps copy-out of loop l, so the stream takes (loops + 1)
+    loop times: the copies at the channels' rate plus one loop of pipeline fill (which is why NVLS
+    needs large messages on many ranks: a loop grows with the heads, up to NCCL_MAX_NVLS_ARITY)."""
     side = spec.side
     if side is None or side.arch is None:
         return
@@ -194,3 +196,10 @@ def _chunked(dag, spec, sw, members, by_gpu, eff, shares, base) -> None:
                         list(ups.values()), 0.0, None, f"nvls.{sw}.l{loop}.mc.down")
         for g, tid in first.items():
             prev[(loop, g)] = tid
+
+
+RECORD = AlgorithmRecord(
+    "nvls", OPS, build, "NVLink SHARP: in-switch reduction and multicast inside one NVLink domain",
+    applicable=applicable, ctas=CtaRule(pool="nvls", by_size=False))
+"""NVLS's rules: the architecture's NVLS channels at every size; only where ``applicable`` finds
+reduction switches every rank reaches."""

@@ -14,6 +14,8 @@ from __future__ import annotations
 from simulator.workloads.collectives.base import (CollectiveSpec, DagBuilder, channel_paths, dealt_paths,
                                                   n_chunks, route_lat_s)
 from simulator.workloads.collectives.rails import nodes_of, ring_orders
+from simulator.workloads.collectives.gpu_side import CtaRule
+from simulator.workloads.collectives.registry import AlgorithmRecord
 
 OPS = frozenset({"all_reduce", "reduce_scatter", "all_gather", "broadcast", "reduce"})
 Done = dict[str, list[int]]
@@ -180,3 +182,10 @@ def build(spec: CollectiveSpec, dag: DagBuilder) -> None:
         chain_phase(dag, spec, chain, S, tag="reduce", base_s=base)
     else:
         raise ValueError(f"ring does not implement {spec.op}")
+
+
+RECORD = AlgorithmRecord(
+    "ring", OPS, build, "NCCL Ring: each rank sends to its successor, every channel around its own ring",
+    ctas=CtaRule(ll_per_rank=True), rail_aware=True)
+"""Ring's rules: NCCL's collective channels, fewer for small calls (LL's threshold per rank);
+rail-aware rings on multi-node fabrics; ``auto`` considers it everywhere."""

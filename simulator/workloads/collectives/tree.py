@@ -14,6 +14,7 @@ import math
 from simulator.workloads.collectives.base import (CollectiveSpec, DagBuilder, channel_paths, dealt_paths, n_chunks,
                                                   route_lat_s)
 from simulator.workloads.collectives.rails import nodes_of, tree_parents
+from simulator.workloads.collectives.registry import AlgorithmRecord
 
 OPS = frozenset({"all_reduce"})
 
@@ -82,8 +83,9 @@ def _chunked(dag, spec, parent, per_channel, c, base, tag) -> None:
             if loop >= spec.window:
                 deps.append(up[(loop - spec.window, v)])
             p = parent[v]
-            up[(loop, v)] = dag.add(v, p, piece, deps, spec.hop_s(v, p) + (base if v not in children and loop == 0 else 0.0),
-                                    channel_paths(fabric, v, p, c, C), f"{tag}.l{loop}.up", spec.cta_Bps(v, p))
+            delay = spec.hop_s(v, p) + (base if v not in children and loop == 0 else 0.0)
+            up[(loop, v)] = dag.add(v, p, piece, deps, delay, channel_paths(fabric, v, p, c, C), f"{tag}.l{loop}.up",
+                                    spec.cta_Bps(v, p))
         for v in reversed(order):  # parents before children
             p = parent[v]
             deps = [down[(loop, p)]] if p in parent else [up[(loop, ch)] for ch in children[p]]
@@ -100,3 +102,11 @@ def _leaves_first(parent: dict[str, str], children: dict[str, list[str]]) -> lis
         return depth[v]
 
     return sorted(parent, key=lambda v: (-d(v), v))
+
+
+RECORD = AlgorithmRecord(
+    "tree", OPS, build, "NCCL Tree: all_reduce up and down a double binary tree, across nodes",
+    auto_multi_node_only=True, rail_aware=True)
+"""Tree's rules: NCCL's collective channels, fewer for small calls; rail-aware trees on multi-node
+fabrics; ``auto`` considers it only across nodes joined by the network (inside one NVLink domain
+NCCL runs Ring or NVLS: measured, 2x H200, NCCL 2.28)."""

@@ -23,8 +23,12 @@ from simulator.engine.transfer import Workload
 from simulator.errors import InputError
 from simulator.hardware.protocols import PROTOCOL_NAMES, ProtocolTable
 from simulator.topology.fabric import Fabric
+from simulator.topology.placement import layout
 from simulator.topology.routing import equal_cost_routes, route_latency_s, route_shares
-from simulator.workloads.collectives.ops import P2P_OPS
+from simulator.workloads.collectives.build import build_algorithm
+from simulator.workloads.collectives.gpu_side import GpuSide
+from simulator.workloads.collectives.rails import even, rail_nodes
+from simulator.workloads.collectives.registry import ALGORITHMS, why_not
 
 
 @dataclass(frozen=True, slots=True)
@@ -140,24 +144,16 @@ def _spread(fabric: Fabric, src: str, dst: str, paths) -> _Spread:
     return spread
 
 
-AUTO_DIRECT_OPS = P2P_OPS
-"""Ops for which ``auto`` considers the direct algorithm: NCCL runs them point to point; for the
-other collectives NCCL's tuner picks among ring, tree and NVLS only (one-shot kernels stay
-available as ``--algo direct``)."""
-
-
-MULTI_NODE_ALGOS = frozenset({"tree", "hierarchical"})
-"""Algorithms ``auto`` considers only when the GPUs span nodes joined by the network: inside one
-NVLink domain NCCL runs Ring (LL, then Simple) or NVLS (measured, 2x H200, NCCL 2.28)."""
-
-
 def choose(fabric: Fabric, gpus: tuple[str, ...], op: str, nbytes: int, algo: str, protocol: str,
            table: ProtocolTable, channels: int | None = None, skip: bool = True,
            **build) -> tuple[str, str, float, Workload]:
     """The (algorithm, protocol, predicted seconds, its workload) with the smallest prediction
     (ties: the first in ALGORITHMS x PROTOCOL_NAMES order); ``auto`` in either argument means
-    "any"; ``channels`` fixes the channel count of every candidate; ``build`` passes further
-    ``build_collective`` arguments (root, launch) through.
+    "any": with ``algo=auto``, the registered algorithms whose records make them candidates for
+    ``op`` on these GPUs (``AlgorithmRecord.auto_candidate``: NCCL's tuner picks among ring, tree
+    and NVLS for collectives and runs the p2p ops point to point; inside one NVLink domain it runs
+    Ring or NVLS, measured on 2x H200, NCCL 2.28); ``channels`` fixes the CTA count of every
+    candidate; ``build`` passes further ``build_algorithm`` arguments (root, launch) through.
 
     Each algorithm's protocols are tried by falling wire efficiency. A protocol changes a
     transfer's wire bytes, delay and rate, never which transfers a builder emits or their routes
@@ -166,10 +162,6 @@ def choose(fabric: Fabric, gpus: tuple[str, ...], op: str, nbytes: int, algo: st
     channel: its estimate is at least that multiple of the built one's ``load_s`` (less one byte
     of rounding per transfer). ``skip``: a candidate whose bound exceeds the best estimate so far
     is not built (it cannot win); at 1 GiB that leaves LL unbuilt."""
-    from simulator.workloads.collectives import ALGORITHMS, build_collective, choose_channels, why_not
-    from simulator.workloads.collectives.gpu_side import GpuSide
-    from simulator.workloads.collectives.rails import rail_nodes
-
     algos = list(ALGORITHMS) if algo == "auto" else [algo]
     protos = list(PROTOCOL_NAMES) if protocol == "auto" else [protocol]
     sample = sample_node(fabric, gpus)
@@ -177,24 +169,23 @@ def choose(fabric: Fabric, gpus: tuple[str, ...], op: str, nbytes: int, algo: st
     best: tuple[tuple[float, int], str, str, Workload] | None = None
     reasons: list[str] = []
     for i, a in enumerate(algos):
+        record = ALGORITHMS.get(a)  # None: why_not says so
         built: tuple[int, float, Estimate] | None = None  # channels, efficiency, estimate of the first built
         for p in sorted(protos, key=lambda p: -table.protocol(p).efficiency):
             reason = why_not(fabric, gpus, op, a, p, table)
             if reason:
                 reasons.append(reason)
                 continue
-            if algo == "auto" and a == "direct" and op not in AUTO_DIRECT_OPS:
-                continue
-            if algo == "auto" and a in MULTI_NODE_ALGOS and rail_nodes(fabric, gpus) is None:
+            if algo == "auto" and not record.auto_candidate(fabric, gpus, op):
                 continue
             efficiency = table.protocol(p).efficiency
             if skip and built and best and built[2].least_bytes and built[0] == (
-                    channels or choose_channels(fabric, gpus, gpu, op, a, p, nbytes)):
+                    channels or record.call_ctas(fabric, gpus, gpu, op, p, nbytes)):
                 ratio = built[1] / efficiency
                 if ratio * built[2].load_s * (1.0 - 1.0 / built[2].least_bytes) > best[0][0]:
                     continue
-            workload = build_collective(fabric, gpus, op, nbytes, a, p, channels=channels, table=table,
-                                        sample=sample, **build)
+            workload = build_algorithm(fabric, gpus, op, nbytes, a, p, table, channels=channels, sample=sample,
+                                       **build)
             guess = estimate(fabric, workload)
             if built is None:
                 built = (workload.meta["channels"], efficiency, guess)
@@ -207,7 +198,7 @@ def choose(fabric: Fabric, gpus: tuple[str, ...], op: str, nbytes: int, algo: st
         raise InputError(f"no algorithm/protocol can run {op} on these {len(gpus)} GPUs", field="algo")
     (t, _), a, p, workload = best
     if sample is not None:  # the estimate left other nodes' insides out: build the whole call
-        workload = build_collective(fabric, gpus, op, nbytes, a, p, channels=channels, table=table, **build)
+        workload = build_algorithm(fabric, gpus, op, nbytes, a, p, table, channels=channels, **build)
     return a, p, t, workload
 
 
@@ -216,15 +207,12 @@ def sample_node(fabric: Fabric, gpus: tuple[str, ...]) -> str | None:
     None to estimate from whole workloads.
 
     On a multi-node fabric whose nodes are alike (equal GPU counts joined by the network:
-    ``rails.rail_nodes``, the same local GPUs of each node; no faults, which make nodes differ), every algorithm runs the same
-    schedule inside each node, over identical links, so the transfers inside one node load its
-    links, pay its latencies and meet its CTA rates exactly as every other node's do. The
-    estimate keeps them for the first node and every transfer between nodes (which share
-    NICs, leaves and spines across nodes): ``predict_s`` gives the same time as for the whole
+    ``rails.rail_nodes``, the same local GPUs of each node; no faults, which make nodes differ),
+    every algorithm runs the same schedule inside each node, over identical links, so the
+    transfers inside one node load its links, pay its latencies and meet its CTA rates exactly as
+    every other node's do. The estimate keeps them for the first node and every transfer between
+    nodes (which share NICs, leaves and spines across nodes): ``predict_s`` gives the same time as for the whole
     workload, for a build of 1/k of the intra-node transfers on k nodes."""
-    from simulator.topology.placement import layout
-    from simulator.workloads.collectives.rails import even, rail_nodes
-
     if fabric.faults:
         return None
     nodes = rail_nodes(fabric, gpus)
