@@ -48,7 +48,7 @@ def test_the_switch_side_decides_eligibility():
     fabric = synthetic.chain(4)
     work = flows(("gpu0", "gpu1", 4 * PACKET))
     assert PacketNetwork(fabric, work, PacketConfig(packet_bytes=PACKET)).solo == {2, 4, 6}
-    assert PacketNetwork(fabric, work, PacketConfig(packet_bytes=PACKET, voq=False)).solo == set()
+    assert PacketNetwork(fabric, work, PacketConfig(packet_bytes=PACKET, queueing="fifo")).solo == set()
     assert PacketNetwork(fabric, work, PacketConfig(packet_bytes=PACKET, arbiter="islip")).solo == set()
     assert PacketNetwork(fabric, work, PacketConfig(packet_bytes=PACKET, take_ahead=False)).solo == set()
 

@@ -92,7 +92,7 @@ def test_fast_path_equals_the_event_per_delivery_path(case):
     else:
         fabric = synthetic.star(4, credit=synthetic.default_credit(buffer_bytes=2 * P, credit_bytes=64))
         wl = flows(*[(f"gpu{i}", "gpu0", P * 20 + i) for i in (1, 2, 3)], ("gpu1", "gpu2", P * 10))
-        cfg = PacketConfig(packet_bytes=P, voq=False)
+        cfg = PacketConfig(packet_bytes=P, queueing="fifo")
     fast = run_packet(fabric, wl, cfg)
     reference = run_packet(fabric, wl, cfg, EngineObserver())
     _same_result(fast, reference)

@@ -24,7 +24,8 @@ def scenarios(draw):
                                       return_delay_s=draw(st.sampled_from([0.0, 15e-9])),
                                       batch=draw(st.sampled_from([1, 2, 4])))
     cfg = PacketConfig(packet_bytes=PACKET, header_bytes=draw(st.sampled_from([0, 16])),
-                       arbiter=draw(st.sampled_from(sorted(ALLOCATORS))), voq=draw(st.booleans()),
+                       arbiter=draw(st.sampled_from(sorted(ALLOCATORS))),
+                       queueing=draw(st.sampled_from(["voq", "fifo"])),
                        switching=draw(st.sampled_from(["cut_through", "store_and_forward"])),
                        speedup=draw(st.sampled_from([1.0, 1.5, 2.0])), seed=draw(st.integers(0, 5)),
                        crossbar=draw(st.sampled_from(["auto", "matching"])), iterations=draw(st.integers(1, 3)),

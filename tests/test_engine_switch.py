@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from simulator.engine.packet import PacketConfig, run_packet
-from simulator.engine.packet.arbiters import ARBITERS, make_arbiter
+from simulator.engine.packet.allocators import ARBITERS, make_arbiter
 from simulator.topology import synthetic
 
 from engine_helpers import DeliveryLog, channel, flows
@@ -77,7 +77,7 @@ def _hol(voq: bool) -> float:
     nbytes = PACKET * 600
     wl = flows(("gpu0", "gpu1", nbytes * 4), ("gpu0", "gpu4", nbytes),
                ("gpu2", "gpu1", nbytes * 4), ("gpu3", "gpu1", nbytes * 4))
-    res = run_packet(fabric, wl, PacketConfig(packet_bytes=PACKET, voq=voq))
+    res = run_packet(fabric, wl, PacketConfig(packet_bytes=PACKET, queueing="voq" if voq else "fifo"))
     return nbytes / (res.finish_s[1] - res.start_s[1])
 
 
@@ -113,7 +113,7 @@ def test_fifo_inputs_register_one_requester_per_input_and_output():
 
     fabric = synthetic.star(4)
     wl = flows(("gpu0", "gpu1", PACKET * 50), ("gpu0", "gpu2", PACKET * 50), ("gpu3", "gpu1", PACKET * 50))
-    net = PacketNetwork(fabric, wl, PacketConfig(packet_bytes=PACKET, voq=False))
+    net = PacketNetwork(fabric, wl, PacketConfig(packet_bytes=PACKET, queueing="fifo"))
     net.run()
     egress = [p for p, ch in zip(net.ports, fabric.channels) if ch.src == "sw0"]
     assert sorted(len(p.reqs) for p in egress) == [0, 0, 1, 2]

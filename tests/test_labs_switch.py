@@ -76,7 +76,7 @@ def test_shared_output_buffer_beats_the_same_memory_split_per_output():
     from simulator.workloads.labs.switch import Design
 
     def run(cells: int, shared: bool) -> float:
-        d = Design("S=N, small output queues", voq=False, arbiter="pim", speedup=0, output_queue_packets=cells,
+        d = Design("S=N, small output queues", queueing="fifo", arbiter="pim", speedup=0, output_queue_packets=cells,
                    shared_buffer=shared)
         return saturation(d, 4, slots=1500)["throughput"]
 

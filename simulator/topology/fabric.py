@@ -18,6 +18,8 @@ from typing import TYPE_CHECKING, Iterable, Literal, Mapping
 
 import numpy as np
 
+from simulator.topology.switch_designs import DESIGN_NAMES, CrossbarMode, DesignName, Queueing
+
 if TYPE_CHECKING:  # networkx is imported when the graph is first used
     import networkx as nx
 
@@ -29,15 +31,10 @@ NodeKind = Literal["gpu", "switch", "nic", "pcie_switch", "host"]
 """``switch`` covers NVSwitch chips and InfiniBand/Ethernet switches; ``host`` is a CPU/root complex."""
 
 
-AllocatorName = Literal["round_robin", "islip", "pim", "oldest_first", "fixed_priority", "weighted_rr",
-                        "wavefront"]
-"""Switch scheduling algorithms a topology may name; the packet engine's ``allocators.ALLOCATORS``
-implements exactly these (a test checks that the two agree)."""
-ALLOCATOR_NAMES: tuple[str, ...] = AllocatorName.__args__  # type: ignore[attr-defined]
-CrossbarMode = Literal["auto", "output", "matching"]
-"""``output``: each output arbitrates alone the moment it frees (no cell times); ``matching``: a
-per-switch scheduler matches inputs to outputs every cell time (request, grant, accept);
-``auto``: matching when the allocator exists only as a matcher (islip, pim, wavefront)."""
+AllocatorName = DesignName
+"""Switch scheduling designs a topology may name: ``switch_designs.SWITCH_DESIGNS``, to which the
+packet engine attaches its classes (``allocators.DESIGNS``; it fails on import if they disagree)."""
+ALLOCATOR_NAMES: tuple[str, ...] = DESIGN_NAMES
 
 
 DEVICE_POWER_KEY = {"switch": "switch_chip", "nic": "nic", "pcie_switch": "pcie_switch",
@@ -56,7 +53,7 @@ class SwitchScheduling:
     """Request-grant-accept rounds per cell time (matching crossbar)."""
     speedup: float | None = None
     """Crossbar speedup S: the matching runs S times per cell time of the fastest port."""
-    queueing: Literal["voq", "fifo"] | None = None
+    queueing: Queueing | None = None
     """Input buffers: virtual output queues, or one FIFO per VC (head-of-line blocking)."""
     output_queue_packets: int | None = None
     """Matching crossbar: packets each output queue (per VC) holds after the crossbar."""

@@ -11,6 +11,7 @@ from typing import Literal, Mapping
 
 from simulator.errors import InputError
 from simulator.topology.fabric import Node, SwitchScheduling
+from simulator.topology.switch_designs import CROSSBAR_MODES, DESIGNS_BY_NAME, QUEUEINGS, CrossbarMode, Queueing
 
 
 @dataclass(frozen=True)
@@ -22,9 +23,15 @@ class SwitchSetup:
     """True: cell-time request-grant-accept matching into output queues; False: per-output."""
     iterations: int
     speedup: float
-    voq: bool
+    queueing: Queueing
+    """Input buffers: ``voq`` (virtual output queues) or ``fifo`` (one FIFO per VC)."""
     output_queue_packets: int
     shared_buffer: bool
+
+    @property
+    def voq(self) -> bool:
+        """The inputs have virtual output queues (``queueing == "voq"``)."""
+        return self.queueing == "voq"
 
 
 @dataclass(frozen=True)
@@ -44,23 +51,24 @@ class PacketConfig:
     payload+header at ``Channel.line_rate_Bps`` and count payload+header against credits."""
     switching: Literal["cut_through", "store_and_forward"] = "cut_through"
     arbiter: str = "round_robin"
-    """Switch scheduling algorithm (``allocators.ALLOCATORS``; the per-output ones also in
-    ``arbiters.ARBITERS``) for switches whose topology does not name one."""
+    """Switch scheduling design (``topology.switch_designs.SWITCH_DESIGNS``, built by
+    ``allocators.DESIGNS``) for switches whose topology does not name one."""
     arbiters: Mapping[str, str] = field(default_factory=dict)
     """Per-switch override: switch node name -> arbiter name (wins over the topology)."""
     arbiter_weights: Mapping[str, Mapping[str, int]] = field(default_factory=dict)
     """Switch node name -> {upstream node name -> weight}: weights of ``weighted_rr``, priorities of
     ``fixed_priority`` (higher wins). Inputs not named weigh 1."""
-    crossbar: Literal["auto", "output", "matching"] = "auto"
+    crossbar: CrossbarMode = "auto"
     """``output``: every output port arbitrates alone the moment it frees, among inputs whose
     crossbar read is free (event-driven, exact zero-load latency). ``matching``: a per-switch
     scheduler matches inputs to outputs every cell time by request -> grant -> accept, packets cross
     into output queues (``scheduler``). ``auto``: matching for allocators that exist only as
-    matchers (islip, pim, wavefront), output otherwise."""
+    matchers (``switch_designs.MATCHING_ONLY``), output otherwise."""
     iterations: int = 1
     """Request-grant-accept rounds per cell time (matching crossbar)."""
-    voq: bool = True
-    """Virtual output queues at switch inputs; False: one FIFO per input and VC (HOL blocking)."""
+    queueing: Queueing = "voq"
+    """Switch input buffers: ``voq``, virtual output queues; ``fifo``, one FIFO per input and VC
+    (head-of-line blocking). The topology's ``queueing:`` and the ``--queueing`` flag, same name."""
     speedup: float = 1.0
     """Crossbar speedup S. Output crossbar: an input moves a packet through the crossbar in (output
     serialization / S). Matching crossbar: S matchings per cell time of the switch's fastest port."""
@@ -97,8 +105,6 @@ class PacketConfig:
     at the default) while percentiles stay within about one sample rank."""
 
     def __post_init__(self) -> None:
-        from simulator.engine.packet.allocators import ALLOCATORS
-
         def bad(field_name: str, msg: str) -> InputError:
             return InputError(msg, field=f"packet.{field_name}")
 
@@ -109,16 +115,18 @@ class PacketConfig:
         if self.switching not in ("cut_through", "store_and_forward"):
             raise bad("switching", f"unknown {self.switching!r}; choose cut_through or store_and_forward")
         for where, name in [("arbiter", self.arbiter)] + [(f"arbiters.{k}", v) for k, v in self.arbiters.items()]:
-            if name not in ALLOCATORS:
-                raise bad(where, f"unknown arbiter {name!r}; known: {', '.join(sorted(ALLOCATORS))}")
+            if name not in DESIGNS_BY_NAME:
+                raise bad(where, f"unknown arbiter {name!r}; known: {', '.join(sorted(DESIGNS_BY_NAME))}")
         if self.speedup <= 0:
             raise bad("speedup", f"must be > 0, got {self.speedup}")
         if self.vcs < 1:
             raise bad("vcs", f"must be >= 1, got {self.vcs}")
         if self.credit_policy not in ("static", "shared"):
             raise bad("credit_policy", f"unknown {self.credit_policy!r}; choose static or shared")
-        if self.crossbar not in ("auto", "output", "matching"):
+        if self.crossbar not in CROSSBAR_MODES:
             raise bad("crossbar", f"unknown {self.crossbar!r}; choose auto, output or matching")
+        if self.queueing not in QUEUEINGS:
+            raise bad("queueing", f"unknown {self.queueing!r}; choose voq or fifo")
         if self.iterations < 1:
             raise bad("iterations", f"must be >= 1, got {self.iterations}")
         if self.output_queue_packets < 1:
@@ -133,31 +141,27 @@ class PacketConfig:
         (``bench`` flags; a topology's own ``scheduling`` still wins for its switches)."""
         if defaults is None:
             return self
-        changes: dict = {k: getattr(defaults, k) for k in ("arbiter", "crossbar", "iterations", "speedup",
-                                                          "output_queue_packets", "shared_buffer")
-                                if getattr(defaults, k) is not None}
-        if defaults.queueing is not None:
-            changes["voq"] = defaults.queueing == "voq"
+        changes = {k: getattr(defaults, k) for k in ("arbiter", "crossbar", "iterations", "speedup", "queueing",
+                                                    "output_queue_packets", "shared_buffer")
+                   if getattr(defaults, k) is not None}
         return replace(self, **changes)
 
     def switch_setup(self, node: Node) -> "SwitchSetup":
         """The resolved scheduling of ``node``: ``arbiters`` override, then the topology's
         ``scheduling``, then this config's defaults. Raises ``InputError`` for an allocator that
         cannot run per output when the crossbar is forced to ``output``."""
-        from simulator.engine.packet.allocators import MATCHING_ONLY
-
         topo = node.scheduling or SwitchScheduling()
         arbiter = self.arbiters.get(node.name) or topo.arbiter or self.arbiter
         crossbar = topo.crossbar or self.crossbar
+        matching_only = DESIGNS_BY_NAME[arbiter].matching_only
         if crossbar == "auto":
-            crossbar = "matching" if arbiter in MATCHING_ONLY else "output"
-        elif crossbar == "output" and arbiter in MATCHING_ONLY:
+            crossbar = "matching" if matching_only else "output"
+        elif crossbar == "output" and matching_only:
             raise InputError(f"switch {node.name}: {arbiter} is a matching allocator; use crossbar "
                              f"'matching' (or 'auto'), or a per-output arbiter", field="packet.crossbar")
-        queueing = topo.queueing or ("voq" if self.voq else "fifo")
         return SwitchSetup(arbiter=arbiter, matching=crossbar == "matching",
                            iterations=topo.iterations or self.iterations,
-                           speedup=topo.speedup or self.speedup, voq=queueing == "voq",
+                           speedup=topo.speedup or self.speedup, queueing=topo.queueing or self.queueing,
                            output_queue_packets=topo.output_queue_packets or self.output_queue_packets,
                            shared_buffer=self.shared_buffer if topo.shared_buffer is None else topo.shared_buffer)
 

@@ -12,7 +12,8 @@ import time
 import numpy as np
 
 from simulator.engine.packet.ahead import exclusive_channels, suffix_start
-from simulator.engine.packet.arbiters import ARBITERS, make_arbiter
+from simulator.engine.packet.allocators import DESIGNS
+from simulator.engine.packet.arbiters import RoundRobin
 from simulator.engine.packet.config import PacketConfig, SwitchSetup
 from simulator.engine.packet.credits import CREDIT_POLICIES, CreditBatcher, credits_for
 from simulator.engine.packet.events import EventQueue
@@ -132,13 +133,15 @@ class PacketNetwork:
             rate = serialization_rate_Bps(ch, cfg.header_bytes)
             src_node, dst_node = nodes[ch.src], nodes[ch.dst]
             setup = setups[ch.src]
-            per_output = setup.arbiter in ARBITERS and not self._matching(ch.src, setup)
+            arbiter = DESIGNS[setup.arbiter].arbiter
+            if arbiter is None or self._matching(ch.src, setup):
+                arbiter = RoundRobin  # the port's own choice among a matching switch's output queues (VCs)
             self.ports.append(OutputPort(
                 ch, events=self.events, ledger=self.ledger, eager=self.eager, spb=1.0 / rate,
                 node_latency=src_node.latency_s, next_latency=dst_node.latency_s, credits=counter,
                 batcher=CreditBatcher(spec.batch, cfg.vcs), ret_lag=spec.return_delay_s + back,
                 full_wire=full_wire, max_k=max_k,
-                arbiter=make_arbiter(setup.arbiter if per_output else "round_robin"),
+                arbiter=arbiter(),
                 speedup=setup.speedup, cut_through=cfg.switching == "cut_through", vc_at=self.vc_at,
                 obs=self.obs))
         self.schedulers: dict[str, CrossbarScheduler] = {}

@@ -10,17 +10,18 @@ from __future__ import annotations
 from typing import Sequence
 
 from simulator.engine.packet import PacketConfig, run_packet
-from simulator.engine.packet.allocators import ALLOCATORS as ARBITERS
 from simulator.engine.transfer import Transfer, Workload
 from simulator.errors import InputError
 from simulator.hardware.catalog import Catalog, load_catalog
 from simulator.topology import synthetic
+from simulator.topology.switch_designs import DESIGNS_BY_NAME, SWITCH_DESIGNS
 from simulator.workloads.labs.catalog_link import catalog_link, switch_latency_s
 from simulator.workloads.labs.measure import DeliveryLog, jain_index, rate_in_window_Bps
 
-ARBITER_ORDER = ("round_robin", "islip", "oldest_first", "fixed_priority", "weighted_rr")
-WEIGHTED = ("fixed_priority", "weighted_rr")
-"""Arbiters that read the per-input weights (priorities for fixed_priority)."""
+ARBITER_ORDER: tuple[str, ...] = tuple(d.name for d in SWITCH_DESIGNS if d.arbitration_lab)
+"""The lab's rows by default, in ``SWITCH_DESIGNS`` order (``SwitchDesign.arbitration_lab``)."""
+WEIGHTED: tuple[str, ...] = tuple(d.name for d in SWITCH_DESIGNS if d.weighted)
+"""Designs that read the per-input weights (priorities for fixed_priority; ``SwitchDesign.weighted``)."""
 STARVED_SHARE = 0.01
 """An input is called starved when it gets less than this fraction of the output (definition)."""
 DEFAULT_CABLE_M = 1.0
@@ -44,8 +45,9 @@ def arbitration_lab(n_inputs: int = 4, arbiters: Sequence[str] = ARBITER_ORDER, 
     if n_inputs < 2:
         raise InputError(f"need at least 2 inputs, got {n_inputs}", field="inputs")
     for name in arbiters:
-        if name not in ARBITERS:
-            raise InputError(f"unknown arbiter {name!r}; known: {', '.join(sorted(ARBITERS))}", field="arbiters")
+        if name not in DESIGNS_BY_NAME:
+            raise InputError(f"unknown arbiter {name!r}; known: {', '.join(sorted(DESIGNS_BY_NAME))}",
+                             field="arbiters")
     catalog = catalog or load_catalog()
     link = catalog_link(generation, DEFAULT_CABLE_M, catalog=catalog)
     fabric = synthetic.star_links([link.latency_s] * (n_inputs + 1), rate_Bps=link.rate_Bps,

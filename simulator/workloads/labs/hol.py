@@ -84,9 +84,10 @@ def hol_blocking(n_incast: int = 7, hot_load: float = 2 / 3, generation: str = "
                                       np.random.default_rng(seed))
     tags = np.array([t.tag for t in workload.transfers])
     rows = []
-    for voq in (False, True):
+    for queueing in ("fifo", "voq"):  # head-of-line blocking, then its cure
+        voq = queueing == "voq"
         log = DeliveryLog()
-        config = PacketConfig(packet_bytes=link.packet_bytes, voq=voq, speedup=speedup, seed=seed,
+        config = PacketConfig(packet_bytes=link.packet_bytes, queueing=queueing, speedup=speedup, seed=seed,
                               arbiter=arbiter, crossbar=crossbar, iterations=iterations)
         run_packet(fabric, workload, config, log)
         t_s, tid, nbytes = log.arrays()

@@ -41,6 +41,7 @@ from simulator.engine.transfer import Transfer, Workload
 from simulator.errors import InputError
 from simulator.topology import synthetic
 from simulator.topology.fabric import Fabric
+from simulator.topology.switch_designs import Queueing
 from simulator.workloads.labs.measure import jain_index
 
 CELL_BYTES = 64
@@ -67,8 +68,10 @@ class Design:
     """One switch design: input queueing, allocator, iterations, speedup."""
 
     label: str
-    voq: bool
+    queueing: Queueing
+    """Input buffers: ``voq`` or ``fifo`` (``PacketConfig.queueing``)."""
     arbiter: str
+    """Scheduling design (``topology.switch_designs``)."""
     iterations: int = 1
     speedup: float = 1.0
     """Crossbar speedup; 0 stands for N."""
@@ -82,7 +85,7 @@ class Design:
         speedup = float(n) if self.speedup == 0 else self.speedup
         oq = self.output_queue_packets or (1 << 30 if self.speedup == 0 else PacketConfig.output_queue_packets)
         return PacketConfig(packet_bytes=CELL_BYTES, switching="store_and_forward", crossbar="matching",
-                            arbiter=self.arbiter, iterations=self.iterations, voq=self.voq,
+                            arbiter=self.arbiter, iterations=self.iterations, queueing=self.queueing,
                             speedup=speedup, output_queue_packets=oq, shared_buffer=self.shared_buffer,
                             seed=seed)
 
@@ -90,7 +93,7 @@ class Design:
         """Published saturation throughput for N ports and its source (None: none)."""
         if self.speedup == 0:
             return 1.0, "output queueing, Karol 1987"
-        if not self.voq:
+        if self.queueing == "fifo":
             if n in KAROL_1987:
                 return KAROL_1987[n], "Karol 1987 Table I"
             return KAROL_LIMIT, "Karol 1987, N -> infinity limit (finite N sits a little above it)"
@@ -102,14 +105,14 @@ class Design:
 
 
 DESIGNS: tuple[Design, ...] = (
-    Design("FIFO", voq=False, arbiter="pim"),
-    Design("VOQ + PIM k=1", voq=True, arbiter="pim"),
-    Design("VOQ + RRM k=1", voq=True, arbiter="round_robin"),
-    Design("VOQ + iSLIP k=1", voq=True, arbiter="islip"),
-    Design("VOQ + iSLIP k=2", voq=True, arbiter="islip", iterations=2),
-    Design("VOQ + iSLIP k=3", voq=True, arbiter="islip", iterations=3),
-    Design("VOQ + iSLIP k=4", voq=True, arbiter="islip", iterations=4),
-    Design("Output queued (S=N)", voq=False, arbiter="pim", speedup=0),
+    Design("FIFO", queueing="fifo", arbiter="pim"),
+    Design("VOQ + PIM k=1", queueing="voq", arbiter="pim"),
+    Design("VOQ + RRM k=1", queueing="voq", arbiter="round_robin"),
+    Design("VOQ + iSLIP k=1", queueing="voq", arbiter="islip"),
+    Design("VOQ + iSLIP k=2", queueing="voq", arbiter="islip", iterations=2),
+    Design("VOQ + iSLIP k=3", queueing="voq", arbiter="islip", iterations=3),
+    Design("VOQ + iSLIP k=4", queueing="voq", arbiter="islip", iterations=4),
+    Design("Output queued (S=N)", queueing="fifo", arbiter="pim", speedup=0),
 )
 """Rows of the lab table, in order. Speedup 0 stands for N."""
 CURVE_DESIGNS = ("FIFO", "VOQ + PIM k=1", "VOQ + iSLIP k=1", "VOQ + iSLIP k=4", "Output queued (S=N)")

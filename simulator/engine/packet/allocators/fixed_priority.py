@@ -1,17 +1,14 @@
 """Fixed priority: outputs grant the input with the highest weight (ties: lowest index), inputs
-accept the lowest-numbered output. Starves low-priority inputs under load."""
+accept the lowest-numbered output (``arbiters.FixedPriority`` on both sides; outputs all weigh
+the same). Starves low-priority inputs under load."""
 
 from __future__ import annotations
 
-from simulator.engine.packet.allocators.base import Allocator
+from simulator.engine.packet.allocators.separable import Separable
+from simulator.engine.packet.arbiters import FixedPriority as PriorityArbiter
 
 
-class FixedPriority(Allocator):
+class FixedPriority(Separable):
     name = "fixed_priority"
-
-    def grant(self, out, inputs, age):
-        w = self.weights
-        return min(inputs, key=lambda i: (-w[i], i))
-
-    def accept(self, inp, outputs, age):
-        return outputs[0]
+    grant_arbiter = PriorityArbiter
+    accept_arbiter = PriorityArbiter

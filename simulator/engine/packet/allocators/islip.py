@@ -1,29 +1,36 @@
 """iSLIP (McKeown 1999): round-robin grant and accept pointers that move only when a grant is
 accepted, and only in the first iteration. The rule desynchronizes the output pointers under load,
-so with every VOQ backlogged one iteration reaches 100 % throughput and no VOQ starves."""
+so with every VOQ backlogged one iteration reaches 100 % throughput and no VOQ starves.
+
+A separable allocator over ``arbiters.RoundRobin`` on both sides; the pointers are the arbiters'
+states (``grant_ptr``/``accept_ptr`` show them as the paper draws them, modulo N)."""
 
 from __future__ import annotations
 
-from simulator.engine.packet.allocators.base import Allocator, next_from
+from simulator.engine.packet.allocators.separable import Separable
+from simulator.engine.packet.arbiters import RoundRobin
 
 
-class ISlip(Allocator):
+class ISlip(Separable):
     name = "islip"
+    grant_arbiter = RoundRobin
+    accept_arbiter = RoundRobin
+    moves_on = "accept"
 
-    def __init__(self, n_in, n_out, rng, weights) -> None:
-        super().__init__(n_in, n_out, rng, weights)
-        self.grant_ptr = [0] * n_out
+    @property
+    def grant_ptr(self) -> list[int]:
         """Per output: the input with the highest grant priority."""
-        self.accept_ptr = [0] * n_in
+        return [p % self.n_in for p in self.grant_state]
+
+    @grant_ptr.setter
+    def grant_ptr(self, pointers) -> None:
+        self.grant_state = list(pointers)
+
+    @property
+    def accept_ptr(self) -> list[int]:
         """Per input: the output with the highest accept priority."""
+        return [p % self.n_out for p in self.accept_state]
 
-    def grant(self, out, inputs, age):
-        return next_from(self.grant_ptr[out], inputs)
-
-    def accept(self, inp, outputs, age):
-        return next_from(self.accept_ptr[inp], outputs)
-
-    def accepted(self, inp, out, first):
-        if first:
-            self.grant_ptr[out] = (inp + 1) % self.n_in
-            self.accept_ptr[inp] = (out + 1) % self.n_out
+    @accept_ptr.setter
+    def accept_ptr(self, pointers) -> None:
+        self.accept_state = list(pointers)

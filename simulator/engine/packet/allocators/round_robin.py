@@ -10,11 +10,4 @@ from simulator.engine.packet.allocators.islip import ISlip
 
 class RoundRobinMatching(ISlip):
     name = "round_robin"
-
-    def granted(self, out, inp, first):
-        if first:
-            self.grant_ptr[out] = (inp + 1) % self.n_in
-
-    def accepted(self, inp, out, first):
-        if first:
-            self.accept_ptr[inp] = (out + 1) % self.n_out
+    moves_on = "grant"

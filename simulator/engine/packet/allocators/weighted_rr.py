@@ -1,25 +1,15 @@
 """Weighted round-robin: iSLIP whose grant pointer stays on an input for ``weight`` accepted
-first-iteration grants before moving past it (shares proportional to weights under saturation)."""
+first-iteration grants before moving past it (shares proportional to weights under saturation):
+``arbiters.WeightedRoundRobin`` grants, ``arbiters.RoundRobin`` accepts."""
 
 from __future__ import annotations
 
-from simulator.engine.packet.allocators.islip import ISlip
+from simulator.engine.packet.allocators.separable import Separable
+from simulator.engine.packet.arbiters import RoundRobin, WeightedRoundRobin as WeightedArbiter
 
 
-class WeightedRoundRobin(ISlip):
+class WeightedRoundRobin(Separable):
     name = "weighted_rr"
-
-    def __init__(self, n_in, n_out, rng, weights) -> None:
-        super().__init__(n_in, n_out, rng, weights)
-        self.count = [0] * n_out
-        """Per output: accepted grants the input at its pointer has had in a row."""
-
-    def accepted(self, inp, out, first):
-        if not first:
-            return
-        self.accept_ptr[inp] = (out + 1) % self.n_out
-        if self.grant_ptr[out] != inp:
-            self.grant_ptr[out], self.count[out] = inp, 0
-        self.count[out] += 1
-        if self.count[out] >= self.weights[inp]:
-            self.grant_ptr[out], self.count[out] = (inp + 1) % self.n_in, 0
+    grant_arbiter = WeightedArbiter
+    accept_arbiter = RoundRobin
+    moves_on = "accept"

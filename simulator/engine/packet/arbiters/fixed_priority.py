@@ -1,4 +1,4 @@
-"""Fixed priority: the highest ``weight`` wins, ties to the lowest rank. Starves the rest under load."""
+"""Fixed priority: the highest ``weight`` wins, ties to the lowest rank. Starves the rest under load. No state."""
 
 from __future__ import annotations
 
@@ -9,10 +9,8 @@ class FixedPriority(Arbiter):
     __slots__ = ()
     name = "fixed_priority"
 
-    def __init__(self, **_: object) -> None:
-        pass
-
-    def pick(self, requesters):
+    @staticmethod
+    def choose(state, requesters):
         best = requesters[0]
         for r in requesters:
             if r.weight > best.weight:

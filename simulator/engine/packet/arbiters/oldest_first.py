@@ -1,4 +1,4 @@
-"""Oldest-first: the head packet injected earliest wins (ties: lowest rank). Global-age fairness."""
+"""Oldest-first: the head packet injected earliest wins (ties: lowest rank). Global-age fairness; no state."""
 
 from __future__ import annotations
 
@@ -9,10 +9,8 @@ class OldestFirst(Arbiter):
     __slots__ = ()
     name = "oldest_first"
 
-    def __init__(self, **_: object) -> None:
-        pass
-
-    def pick(self, requesters):
+    @staticmethod
+    def choose(state, requesters):
         best = requesters[0]
         age = best.head.t_inject
         for r in requesters:

@@ -1,4 +1,5 @@
-"""Round-robin: the input after the last one granted wins (equal shares under saturation)."""
+"""Round-robin: the first requester at or after the pointer wins, and the pointer moves one past it
+(equal shares under saturation). The state is the pointer (a rank; 0 at the start)."""
 
 from __future__ import annotations
 
@@ -6,19 +7,17 @@ from simulator.engine.packet.arbiters.base import Arbiter
 
 
 class RoundRobin(Arbiter):
-    __slots__ = ("last",)
+    __slots__ = ()
     name = "round_robin"
+    start = 0
 
-    def __init__(self, **_: object) -> None:
-        self.last = -(1 << 62)
-        """Rank granted last."""
-
-    def pick(self, requesters):
-        last = self.last
+    @staticmethod
+    def choose(state, requesters):
         for r in requesters:
-            if r.rank > last:
-                self.last = r.rank
+            if r.rank >= state:
                 return r
-        r = requesters[0]
-        self.last = r.rank
-        return r
+        return requesters[0]
+
+    @staticmethod
+    def advance(state, chosen):
+        return chosen.rank + 1

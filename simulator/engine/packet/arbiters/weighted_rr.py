@@ -1,5 +1,8 @@
-"""Weighted round-robin: the current input keeps the grant for ``weight`` consecutive packets, then
-the pointer moves on as in round-robin (shares proportional to weights under saturation)."""
+"""Weighted round-robin: round-robin whose pointer stays on an input for ``weight`` consecutive
+grants before moving past it (shares proportional to weights under saturation).
+
+The state is (pointer, count): the first requester at or after the pointer wins; ``count`` is the
+grants the input at the pointer has had in a row (0: it has had none yet)."""
 
 from __future__ import annotations
 
@@ -7,26 +10,23 @@ from simulator.engine.packet.arbiters.base import Arbiter
 
 
 class WeightedRoundRobin(Arbiter):
-    __slots__ = ("last", "count")
+    __slots__ = ()
     name = "weighted_rr"
+    start = (0, 0)
 
-    def __init__(self, **_: object) -> None:
-        self.last = -(1 << 62)
-        """Rank holding the grant."""
-        self.count = 0
-        """Consecutive grants it has had."""
-
-    def pick(self, requesters):
-        last = self.last
+    @staticmethod
+    def choose(state, requesters):
+        pointer = state[0]
         for r in requesters:
-            if r.rank == last and self.count < r.weight:
-                self.count += 1
+            if r.rank >= pointer:
                 return r
-        chosen = requesters[0]
-        for r in requesters:
-            if r.rank > last:
-                chosen = r
-                break
-        self.last = chosen.rank
-        self.count = 1
-        return chosen
+        return requesters[0]
+
+    @staticmethod
+    def advance(state, chosen):
+        pointer, count = state
+        rank = chosen.rank
+        count = count + 1 if pointer == rank else 1
+        if count >= chosen.weight:
+            return rank + 1, 0
+        return rank, count
