@@ -51,7 +51,7 @@ def build(spec: CollectiveSpec, dag: DagBuilder) -> None:
 
 RECORD = AlgorithmRecord(
     "direct", OPS, build, "one-shot: every rank sends straight to every peer in one step",
-    ctas=CtaRule(pool="p2p"), auto_ops=P2P_OPS)
+    ctas=CtaRule(pool="p2p_channels"), auto_ops=P2P_OPS)
 """Direct's rules: NCCL's point-to-point channels for every op; ``auto`` considers it for the ops
 NCCL runs point to point (``ops.P2P_OPS``) only: for the other collectives NCCL's tuner picks among
 ring, tree and NVLS (one-shot kernels stay available as ``algo=direct``)."""

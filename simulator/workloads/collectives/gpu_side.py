@@ -47,11 +47,11 @@ class CtaRule:
     default it starts from and how it scales with the message (NCCL ``src/enqueue.cc``). An
     algorithm's registry record carries it (``registry.AlgorithmRecord.ctas``)."""
 
-    pool: Literal["coll", "p2p", "nvls"] = "coll"
-    """The default for large messages: ``coll`` the architecture's collective channels
-    (``coll_channels``; ``p2p_channels`` for the point-to-point ops, ``ops.P2P_OPS``), ``p2p`` its
-    point-to-point channels for every op, ``nvls`` its NVLS channels (``nvls_channels``; as
-    ``coll`` on an architecture without NVLS)."""
+    pool: Literal["coll_channels", "p2p_channels", "nvls_channels"] = "coll_channels"
+    """The architecture's default for large messages (an ``ArchitectureSide`` field):
+    ``coll_channels`` its collective channels (``p2p_channels`` for the point-to-point ops,
+    ``ops.P2P_OPS``), ``p2p_channels`` its point-to-point channels for every op, ``nvls_channels``
+    its NVLS channels (as ``coll_channels`` on an architecture without NVLS)."""
     by_size: bool = True
     """Drop CTAs while the call's bytes are below CTAs x threads x threshold (``ctas_for_size``);
     False: every CTA at every size (NVLS)."""
@@ -96,9 +96,9 @@ class GpuSide:
         (None: no GPU side)."""
         if self.arch is None:
             return None
-        if rule.pool == "nvls" and self.arch.nvls_channels:
+        if rule.pool == "nvls_channels" and self.arch.nvls_channels:
             return self.arch.nvls_channels
-        if rule.pool == "p2p" or op in P2P_OPS:
+        if rule.pool == "p2p_channels" or op in P2P_OPS:
             return self.arch.p2p_channels
         return self.arch.coll_channels
 
