@@ -48,19 +48,24 @@ RECORD = AlgorithmRecord("oneshot_gather", frozenset({"all_gather"}), build, "ev
 '''
 
 
-@pytest.fixture
-def oneshot(tmp_path):
-    """The temporary algorithm's module, imported from its own file and registered for the test."""
-    path = tmp_path / "oneshot_gather.py"
+def _load(folder: Path, module_name: str):
+    """The temporary algorithm's module, written to ``folder`` and imported from that file."""
+    path = folder / "oneshot_gather.py"
     path.write_text(textwrap.dedent(ONESHOT))
-    spec = importlib.util.spec_from_file_location("oneshot_gather", path)
+    spec = importlib.util.spec_from_file_location(module_name, path)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
-    register(module.RECORD)
+    return module
+
+
+@pytest.fixture
+def oneshot(tmp_path):
+    """The temporary algorithm's record, registered for the test."""
+    record = register(_load(tmp_path, "oneshot_gather").RECORD)
     try:
-        yield module.RECORD
+        yield record
     finally:
-        unregister(module.RECORD.name)
+        unregister(record.name)
 
 
 def test_shipped_records_are_the_registry_in_order():
@@ -132,13 +137,8 @@ def test_registering_checks_names_and_why_not_reads_the_record(oneshot):
 
 def test_unregistered_names_are_unknown_again(tmp_path):
     """``unregister`` takes a temporary algorithm out: the name is an unknown choice afterwards."""
-    path = tmp_path / "oneshot_gather.py"
-    path.write_text(textwrap.dedent(ONESHOT))
-    spec = importlib.util.spec_from_file_location("oneshot_gather_again", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    register(module.RECORD)
-    assert unregister("oneshot_gather") is module.RECORD
+    record = register(_load(tmp_path, "oneshot_gather_again").RECORD)
+    assert unregister("oneshot_gather") is record
     assert tuple(ALGORITHMS) == ALGORITHM_NAMES
     with pytest.raises(InputError):
         check_algo("oneshot_gather")
