@@ -142,8 +142,8 @@ def link_rates_table() -> str:
                      f"{link.line_rate_Bps / GB:.4g}", f"{link.bidir_line_rate_Bps / GB:.4g}",
                      f"{link.protocol_efficiency:.4f}", f"{link.payload_rate_Bps / GB:.4g}",
                      f"{link.bidir_payload_rate_Bps / GB:.4g}"])
-    return table(["link", "lane", "pairs per direction", "lane raw Gb/s", "coding/FEC eff.",
-                  "lane data Gb/s", "line GB/s per direction", "line GB/s both directions",
+    return table(["link", "lane", "pairs per direction", "lane line (raw) Gb/s", "coding/FEC eff.",
+                  "lane data Gb/s", "data GB/s per direction", "data GB/s both directions",
                   "protocol eff.", "payload GB/s per direction", "payload GB/s both directions"], rows)
 
 
@@ -257,9 +257,12 @@ def parts_page() -> str:
              "[../assumptions.md](../assumptions.md). A topology may add parts with its own files "
              "(`parts:` key, see [topology.md](topology.md)); redefining a built-in name is an error.\n\n")
     text += ("## Link rates at a glance\n\nDerived from the parts below (`simulator/hardware/links.py`): "
-             "line rate per direction = pairs per direction x lane raw rate x coding/FEC efficiency / 8; "
-             "payload = line x protocol efficiency. Both-directions columns are exactly twice the "
-             "per-direction ones. GB = 10^9 B. PCIe rows are x16 at the default max payload size.\n\n")
+             "a lane's line rate is its raw signaling rate; data rate per direction = pairs per direction x "
+             "lane line rate x coding/FEC efficiency / 8 (what `fabricsim describe` prints; `line_rate_Bps` "
+             "in the code); payload = data rate x protocol efficiency (what the engines and labs run at). "
+             "Both-directions columns are exactly twice the per-direction ones. GB = 10^9 B. PCIe rows are "
+             "x16 at the default max payload size. Each level is defined in the "
+             "[glossary](glossary.md#rates-of-a-link).\n\n")
     text += link_rates_table() + "\n"
     text += catalog_sections()
     text += protocols_section()

@@ -29,14 +29,6 @@ def _by_workload(systems: Sequence[SystemResult]) -> dict[str, dict[str, list[di
     return out
 
 
-def _fmt(value, spec: str = ".2f") -> str:
-    if value is None:
-        return "-"
-    if isinstance(value, float):
-        return format(value, spec)
-    return str(value)
-
-
 def workload_table(name: str, per_system: dict[str, list[dict]], reference: str) -> Table:
     """One workload on every system: a size sweep (collectives, copies) or a metric list."""
     sample = next(iter(per_system.values()))[0]
@@ -64,11 +56,10 @@ def _sweep_table(name: str, kind: str, per_system: dict[str, list[dict]], refere
         for system, rows in per_system.items():
             for r in (r for r in rows if r["bytes"] == size):
                 ratio = r["time_us"] / ref_time[size] if ref_time.get(size) else None
-                table.add_row(format_bytes(size), system, _fmt(r.get("gpus")), _fmt(r["time_us"]), _fmt(ratio), _fmt(r["algbw_GBps"]),
-                              _fmt(r["busbw_GBps"]), *([_fmt(r.get("p99_latency_us"))] if p99 else []),
-                              how(r),
-                              _fmt(r.get("busiest_link")), _fmt(r.get("energy_J"), ".3g"),
-                              _fmt(r.get("avg_power_W"), ",.0f"))
+                table.add_row(format_bytes(size), system, number(r.get("gpus")), number(r["time_us"]), number(ratio),
+                              number(r["algbw_GBps"]), number(r["busbw_GBps"]),
+                              *([number(r.get("p99_latency_us"))] if p99 else []), how(r),
+                              number(r.get("busiest_link")), number(r.get("energy_J")), number(r.get("avg_power_W")))
     return table
 
 
@@ -84,15 +75,40 @@ _METRICS = (("time_us", "time (us)"), ("alone_us", "time alone on the fabric (us
             ("step_bound", "what bounds the kernels"),
             ("attention_bound", "attention kernel bound"), ("attention_kernel", "attention kernel"),
             ("sm_occupancy", "attention SM occupancy"), ("launch", "kernel launches"),
-            ("bytes", "bytes moved"), ("algbw_GBps", "achieved GB/s"), ("ideal_time_us", "ideal time (us)"),
+            ("bytes", "bytes sent GPU to GPU (all transfers)"), ("algbw_GBps", "achieved GB/s"), ("ideal_time_us", "ideal time (us)"),
             ("allreduce_algo", "all-reduce algorithm"), ("link_kinds", "link kinds on path"),
             ("overlapped", "comm hidden under compute"), ("busiest_link", "busiest link"),
             ("engine", "engine"), ("gpu_J", "GPU energy (J)"), ("transport_J", "transport energy (J)"),
-            ("static_J", "static fabric energy (J, GPU share)"), ("energy_J", "energy (J)"),
+            ("static_J", "static fabric energy (J)"), ("energy_J", "energy (J)"),
             ("J_per_token", "energy per token (J)"), ("tokens_per_s_per_kW", "tokens/s per kW"),
             ("avg_power_W", "average power (W)"),
             ("transport_pJ_per_byte", "transport pJ per byte"), ("ranks", "trace ranks"),
             ("skipped", "skipped trace nodes"))
+
+
+STEP_KINDS = frozenset({"decode", "prefill"})
+"""Items whose rows count the GPUs' energy too, and whose ``bytes`` are all-reduce payload."""
+
+_BYTES_LABEL = {"decode": "all-reduce payload (B, sum of message sizes)",
+                "prefill": "all-reduce payload (B, sum of message sizes)", "job": "message size (B)"}
+"""What the row key ``bytes`` holds, by item kind (docs/reference/glossary.md, "bytes"); any
+other kind (Chakra trace, ring attention, KV transfer) counts every GPU-to-GPU transfer once."""
+BYTES_SENT = "bytes sent GPU to GPU (all transfers)"
+
+
+def _label(key: str, label: str, kind: str) -> str:
+    """The metric row's label for an item of ``kind``: one label, one meaning, so ``bytes``,
+    ``energy_J``, ``avg_power_W`` and ``static_J`` say what they count for this kind."""
+    step = kind in STEP_KINDS
+    if key == "bytes":
+        return _BYTES_LABEL.get(kind, BYTES_SENT)
+    if key == "energy_J":
+        return "energy, GPUs + interconnect (J)" if step else "interconnect energy (J)"
+    if key == "avg_power_W":
+        return "average power, GPUs + interconnect (W)" if step else "average interconnect power (W)"
+    if key == "static_J":
+        return "static fabric energy (J, this group's share)" if step else "static fabric energy (J)"
+    return label
 
 
 def _metric_table(name: str, kind: str, per_system: dict[str, list[dict]], reference: str) -> Table:
@@ -105,10 +121,10 @@ def _metric_table(name: str, kind: str, per_system: dict[str, list[dict]], refer
     rows = {system: per_system[system][0] for system in systems}
     for key, label in _METRICS:
         if any(key in r for r in rows.values()):
-            table.add_row(label, *[number(rows[s].get(key)) for s in systems])
+            table.add_row(_label(key, label, kind), *[number(rows[s].get(key)) for s in systems])
     if len(systems) > 1 and reference in rows:
         ref = rows[reference]["time_us"]
-        table.add_row("x ref (time)", *[_fmt(rows[s]["time_us"] / ref if ref else None) for s in systems])
+        table.add_row("x ref (time)", *[number(rows[s]["time_us"] / ref if ref else None) for s in systems])
     return table
 
 

@@ -1,9 +1,11 @@
 """Summary figures of a built fabric: counts, per-GPU bandwidth, bisection, static power, cables.
 
 Everything is computed from the :class:`Fabric` records (nothing is read back from the YAML), and
-returned as a plain JSON-ready dict; the CLI only prints it. Bandwidths are line rates after
-encoding/FEC (before packet-header protocol efficiency), in decimal GB/s (10^9 B/s), always given
-per direction and bidirectional side by side.
+returned as a plain JSON-ready dict; the CLI only prints it. Bandwidths are **data rates**: the
+SerDes line rate after encoding/FEC, before packet-header protocol efficiency (50 GB/s per
+direction for an NVLink 5 link; ``Channel.line_rate_Bps`` is the code's name for it; the levels are
+defined in docs/reference/glossary.md), in decimal GB/s (10^9 B/s), always given per direction and
+bidirectional side by side.
 """
 
 from __future__ import annotations
@@ -58,7 +60,7 @@ def _pair(per_direction_Bps: float, reverse_Bps: float | None = None) -> dict[st
 
 
 def per_gpu_GBps(fabric: Fabric, warnings: list[str] | None = None) -> dict[str, dict[str, float]]:
-    """Fabric name -> line rate of one GPU's ports (the smallest GPU's, with a warning if they differ).
+    """Fabric name -> data rate of one GPU's ports (the smallest GPU's, with a warning if they differ).
 
     ``network`` is the scale-out bandwidth per GPU: all network ports of GPUs and NICs divided by
     the number of GPUs.
@@ -67,7 +69,7 @@ def per_gpu_GBps(fabric: Fabric, warnings: list[str] | None = None) -> dict[str,
     gpus = fabric.gpus
     if not gpus:
         return out
-    into: dict[tuple[str, str], float] = {}  # (GPU, fabric) -> ingress line rate, one pass over channels
+    into: dict[tuple[str, str], float] = {}  # (GPU, fabric) -> ingress data rate, one pass over channels
     for c in fabric.channels:
         if c.dst in fabric.nodes and fabric.nodes[c.dst].kind == "gpu":
             into[(c.dst, c.fabric)] = into.get((c.dst, c.fabric), 0.0) + c.line_rate_Bps
@@ -113,7 +115,7 @@ def _max_flow(graph: nx.DiGraph, sources: list[str], sinks: list[str]) -> float:
 
 
 def bisection_GBps(fabric: Fabric) -> dict[str, float]:
-    """Max flow between the two rank halves of the GPUs (line rate), each way and both ways together.
+    """Max flow between the two rank halves of the GPUs (data rate), each way and both ways together.
 
     ``per_direction`` is the smaller of the two one-way flows; ``bidirectional`` their sum.
     """

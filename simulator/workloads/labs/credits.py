@@ -2,9 +2,15 @@
 
 A sender may only have as many bytes in flight as the receiver has buffer for; each packet's space
 comes back one credit round trip (RTT) after the packet started. So a buffer of W bytes carries at
-most W / RTT, and the link runs at min(line rate, W / RTT). The lab simulates each point packet by
-packet and prints the simulation beside that closed form; the buffer a link needs to run at line
-rate is its bandwidth-delay product, rate x RTT, which grows with the cable.
+most W / RTT, and the link runs at min(payload rate, W / RTT). The lab simulates each point packet
+by packet and prints the simulation beside that closed form; the buffer a link needs to run at its
+payload rate is its bandwidth-delay product, rate x RTT, which grows with the cable.
+
+Rates are **payload rates** (docs/reference/glossary.md): the link's data rate after encoding/FEC
+times its protocol efficiency (``CatalogLink.rate_Bps``: 42.75 GB/s per direction for NVLink 5, whose
+data rate is 50 GB/s and line rate 53.125 GB/s). The row key ``line_GBps`` and the ``limited_by``
+value ``"line rate"`` are that payload rate under their older names (other labs, plots and tests
+read them).
 """
 
 from __future__ import annotations
@@ -62,7 +68,7 @@ def credit_point(link: CatalogLink, packets: int | None = None) -> dict:
         "packet_bytes": packet,
         "rtt_ns": rtt * 1e9,
         "bdp_bytes": link.rate_Bps * rtt,
-        "line_GBps": link.rate_Bps / 1e9,
+        "line_GBps": link.rate_Bps / 1e9,  # the payload rate (module docstring)
         "simulated_GBps": simulated / 1e9,
         "closed_form_GBps": closed / 1e9,
         "error_pct": 100.0 * (simulated - closed) / closed,
@@ -97,11 +103,11 @@ def explain_credits(rows: Sequence[dict]) -> str:
         limited = sum(r["limited_by"] == "credits" for r in mine)
         worst = max(mine, key=lambda r: abs(r["error_pct"]))
         out.append(
-            f"{gen} ({short['line_GBps']:.1f} GB/s per direction): the credit loop grows from "
+            f"{gen} (payload rate {short['line_GBps']:.1f} GB/s per direction): the credit loop grows from "
             f"{short['rtt_ns']:.0f} ns at {short['cable_m']:g} m to {long['rtt_ns']:.0f} ns at "
-            f"{long['cable_m']:g} m, so the buffer needed for line rate (rate x RTT) grows from "
+            f"{long['cable_m']:g} m, so the buffer needed for the full payload rate (rate x RTT) grows from "
             f"{short['bdp_bytes'] / 1024:.1f} to {long['bdp_bytes'] / 1024:.1f} KiB; below it throughput "
             f"is buffer / RTT ({limited} of {len(mine)} points are credit-limited). "
-            f"The simulation stays within {abs(worst['error_pct']):.2f} % of min(line rate, buffer / RTT) "
+            f"The simulation stays within {abs(worst['error_pct']):.2f} % of min(payload rate, buffer / RTT) "
             f"(worst: {worst['buffer_bytes'] // 1024} KiB at {worst['cable_m']:g} m).")
     return "\n".join(out)

@@ -449,6 +449,9 @@ class _Builder:
         for key in ordered:
             after = sorted({tid for dep in graph.predecessors(key) for tid in done[dep]})
             done[key] = self._emit(key, after, dag, compute)
+        # "bytes": every GPU-to-GPU transfer of the trace once, as its collectives' algorithms send them
+        # (so it differs between systems), not link bytes hop by hop nor the nccl-tests sizes of its
+        # collectives; reports label it "bytes sent GPU to GPU" (docs/reference/glossary.md, "bytes")
         meta = {"op": "chakra", "algo": self.algo, "protocol": self.protocol, "n": len(self.gpus),
                 "bytes": sum(t.bytes for t in dag.transfers), "busbw_factor": 1.0}
         workload = dag.workload(f"chakra.{len(self.traces)}ranks", meta)
