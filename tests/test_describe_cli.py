@@ -33,3 +33,17 @@ def test_rich_summary_names_directions() -> None:
     out = proc.stdout
     assert "72 GPUs" in out and "per direction" in out and "bidirectional" in out
     assert "per GPU, network" in out and "optics" in out
+
+
+def test_bandwidth_is_the_data_rate() -> None:
+    """describe's per-GPU figure is the data rate (after encoding/FEC), the level the glossary
+    names: not the raw line rate, not the payload rate after protocol overhead."""
+    from simulator.hardware.catalog import load_catalog
+
+    proc = _describe(str(TOPOLOGIES / "gb200_nvl72.yaml"), "--json")
+    assert proc.returncode == 0, proc.stderr
+    per_gpu = json.loads(proc.stdout)["per_gpu_GBps"]["nvlink"]["per_direction"]
+    link = load_catalog().links["nvlink5"]
+    data, line = link.line_rate_Bps / 1e9, link.pairs_per_direction * link.lane.rate_bps / 8e9
+    assert per_gpu == 18 * data == 900.0
+    assert per_gpu not in (18 * line, 18 * link.payload_rate_Bps / 1e9)

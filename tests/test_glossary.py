@@ -85,3 +85,20 @@ def test_the_link_rate_levels_are_the_catalogs():
     assert f"= {line:g} GB/s" in text  # line rate: raw signaling x lanes
     assert f"**{gen.line_rate_Bps / 1e9:g} GB/s**" in text  # data rate: after encoding/FEC
     assert f"**{gen.payload_rate_Bps / 1e9:g} GB/s**" in text  # payload rate: after protocol
+
+
+def test_every_label_of_a_scenario_table_has_an_entry():
+    """The metric rows of run/compare (each item kind's variant of a label included), the sweep
+    table's columns and the healthy-vs-degraded table's columns."""
+    from simulator.reports import fault_compare, scenario_text
+
+    labels = {label for _key, label in scenario_text._METRICS}
+    labels |= {scenario_text._label(key, label, kind) for key, label in scenario_text._METRICS
+               for kind in ("collective", "decode", "prefill", "kv_transfer", "ring_attention", "chakra", "job")}
+    labels |= {"size", "system", "GPUs", "time (us)", "x ref", "x ref (time)", "metric", "figure",
+               "total static power (W)", "scenario energy (J)", *scenario_text.DROP_WHEN_NARROW}
+    labels |= {"size (B)", "busbw healthy (GB/s)", "busbw degraded (GB/s)", "degraded/healthy",
+               "time healthy (us)", "time degraded (us)", "how healthy", "how degraded",
+               *fault_compare.TIMED_COLUMNS}
+    missing = sorted(labels - _defined())
+    assert not missing, f"docs/reference/glossary.md has no entry for the scenario table labels {missing}"

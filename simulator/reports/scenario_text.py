@@ -79,9 +79,9 @@ _METRICS = (("time_us", "time (us)"), ("alone_us", "time alone on the fabric (us
             ("allreduce_algo", "all-reduce algorithm"), ("link_kinds", "link kinds on path"),
             ("overlapped", "comm hidden under compute"), ("busiest_link", "busiest link"),
             ("engine", "engine"), ("gpu_J", "GPU energy (J)"), ("transport_J", "transport energy (J)"),
-            ("static_J", "static fabric energy (J)"), ("energy_J", "energy (J)"),
+            ("static_J", "static fabric energy (J)"), ("energy_J", "interconnect energy (J)"),
             ("J_per_token", "energy per token (J)"), ("tokens_per_s_per_kW", "tokens/s per kW"),
-            ("avg_power_W", "average power (W)"),
+            ("avg_power_W", "average interconnect power (W)"),
             ("transport_pJ_per_byte", "transport pJ per byte"), ("ranks", "trace ranks"),
             ("skipped", "skipped trace nodes"))
 
@@ -98,7 +98,8 @@ BYTES_SENT = "bytes sent GPU to GPU (all transfers)"
 
 def _label(key: str, label: str, kind: str) -> str:
     """The metric row's label for an item of ``kind``: one label, one meaning, so ``bytes``,
-    ``energy_J``, ``avg_power_W`` and ``static_J`` say what they count for this kind."""
+    ``energy_J``, ``avg_power_W`` and ``static_J`` say what they count for this kind (decode and
+    prefill rows count the GPUs too; docs/reference/glossary.md)."""
     step = kind in STEP_KINDS
     if key == "bytes":
         return _BYTES_LABEL.get(kind, BYTES_SENT)
