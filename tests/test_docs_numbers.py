@@ -58,3 +58,27 @@ def test_the_readme_quotes_the_scenarios_answers(tmp_path, scenario, workload, q
     assert run.returncode == 0, run.stderr
     (row,) = [r for s in json.loads(out.read_text())["systems"] for r in s["rows"] if r["workload"] == workload]
     assert f"{row['time_us']:,.0f} us" == quoted
+
+
+def _bench_row(*args: str) -> dict:
+    import json
+
+    out = subprocess.run([sys.executable, "-m", "simulator", "bench", *args, "--json", "-"], capture_output=True,
+                         text=True, timeout=300, cwd=ROOT)
+    assert out.returncode == 0, out.stderr
+    return json.loads(out.stdout)["rows"][-1]
+
+
+def test_the_tutorials_fault_step_quotes_what_bench_gives():
+    """docs/index.md, tutorial step 5: a tray down on NVL72 (healthy -> degraded busbw at 1 GiB) and
+    an NVSwitch lost 1 ms into an HGX H100 ring (degraded and healthy time)."""
+    text = (ROOT / "docs" / "index.md").read_text()
+    healthy, degraded = (float(x) for x in re.search(r"\((\d+) -> (\d+) GB/s\)", text).groups())
+    ring = ["--sizes", "1G", "--algo", "ring", "--engine", "flow"]
+    assert _bench_row("gb200_nvl72", *ring)["busbw_GBps"] == pytest.approx(healthy, rel=0.01)
+    assert _bench_row("gb200_nvl72", *ring, "--fault", "switch_down:enclosure=switch_tray0")["busbw_GBps"] == \
+        pytest.approx(degraded, rel=0.01)
+    late, early = (float(x) for x in re.search(r"takes (\d+) us\s+instead of (\d+)", text).groups())
+    assert _bench_row("hgx_h100", *ring)["time_us"] == pytest.approx(early, rel=0.01)
+    assert _bench_row("hgx_h100", *ring, "--fault", "switch_down:device=hgx.nvsw0,at=1ms")["time_us"] == \
+        pytest.approx(late, rel=0.01)
