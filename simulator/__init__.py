@@ -3,9 +3,10 @@
 Data flows one way: YAML -> validated model (topology) -> graph (topology) -> engine -> metrics -> reports.
 """
 
-__version__ = "0.1.0"
+from simulator.version import __version__
 
-_API = ("load_topology", "bench", "run_scenario", "compare", "BenchResult", "ScenarioResult")
+_API = ("load_topology", "bench", "run_scenario", "compare", "validate", "sweep", "lab", "calibrate", "BenchOutcome",
+        "ScenarioOutcome", "BenchResult", "ScenarioResult")
 
 
 def __getattr__(name: str):  # noqa: ANN202

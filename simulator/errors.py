@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Sequence
+from dataclasses import dataclass
+from typing import Any, Sequence
 
 
 class InputError(Exception):
@@ -22,6 +23,43 @@ class InputError(Exception):
             where = f"{self.file}:{self.line}: " if self.line else f"{self.file}: "
         field = f"{self.field}: " if self.field else ""
         return f"{where}{field}{self.message}"
+
+
+def format_path(path: Sequence[str | int]) -> str:
+    """``("links", 2, "cable", "length")`` -> ``links[2].cable.length``: how a field is named in errors."""
+    out = ""
+    for part in path:
+        if isinstance(part, int):
+            out += f"[{part}]"
+        else:
+            out += f".{part}" if out else str(part)
+    return out
+
+
+@dataclass(frozen=True, slots=True)
+class Origin:
+    """Where one parsed item was written, kept beside it from the moment it is read, so that any
+    later error about it is placed by :meth:`error` alone: a place in a YAML document (its source
+    map, ``topology.loader.SourceMap``, and the item's data path: FILE:LINE and field), or a
+    command-line flag (``--fault``, with the item's own words as ``label``)."""
+
+    sources: Any = None
+    """The document's source map (anything with ``error(path, message) -> InputError``); None for a flag."""
+    path: tuple = ()
+    """The item's data path in the document, e.g. ``("faults", 2)``."""
+    flag: str | None = None
+    """The flag the item was given with (``--fault``), when it came from the command line."""
+    label: str = ""
+    """How the item reads in an error about a flag (``link_down from=a to=b``)."""
+
+    def error(self, message: str, key: str | None = None) -> InputError:
+        """The error ``message`` about the item, or about its field ``key``, placed where it was
+        written: FILE:LINE of the key (else of the item) and its field path, or the flag."""
+        if self.sources is not None:
+            return self.sources.error(self.path + ((key,) if key else ()), message)
+        if self.flag is not None:
+            return InputError(f"{self.label}: {message}" if self.label else message, field=self.flag)
+        return InputError(message, field=format_path(self.path + ((key,) if key else ())) or None)
 
 
 class InputErrors(InputError):

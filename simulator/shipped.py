@@ -9,6 +9,10 @@ then in the source checkout the package was imported from (``<checkout>/<kind>/`
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from simulator.errors import InputError
 
 KINDS = ("topologies", "scenarios", "validation")
 """The folders of shipped data."""
@@ -27,11 +31,34 @@ def find(name: str | Path, kind: str) -> Path:
     path = Path(name)
     if path.is_file() or path.is_absolute():
         return path
-    for root in roots(kind):
-        for candidate in (root / path, root / f"{path}.yaml", root / path.name, root / f"{path.name}.yaml"):
-            if candidate.is_file():
-                return candidate
-    return path
+    return next((c for c in _shipped(path, kind) if c.is_file()), path)
+
+
+def _shipped(path: Path, kind: str) -> list[Path]:
+    """Where a shipped ``kind`` file named ``path`` may be, in lookup order."""
+    return [c for root in roots(kind)
+            for c in (root / path, root / f"{path}.yaml", root / path.name, root / f"{path.name}.yaml")]
+
+
+def beside(name: str | Path, folder: str | Path, kind: str) -> Path:
+    """A file a YAML file names (a scenario's ``topologies:``, a sweep's ``base``): ``name``
+    relative to the naming file's ``folder`` (or absolute) if that file exists, else the shipped
+    ``kind`` file of that name (``hgx_h200``), else the relative path (the caller reports it missing).
+    The one rule by which shipped names work in scenario and sweep files as on the command line."""
+    path = Path(name) if Path(name).is_absolute() else Path(folder) / name
+    if path.is_file() or Path(name).is_absolute():
+        return path
+    return next((c for c in _shipped(Path(name), kind) if c.is_file()), path)
+
+
+def not_found(name: str | Path, kind: str, what: str) -> InputError:
+    """The error for a ``kind`` file that is neither a path nor a shipped name: "no such scenario
+    file (nor a shipped scenario of that name: see fabricsim list); did you mean 'tp_decode'?"."""
+    from simulator.errors import InputError, did_you_mean
+
+    names = [p.stem for p in listing(kind)]
+    return InputError(f"no such {what} file (nor a shipped {what} of that name: see fabricsim list)"
+                      f"{did_you_mean(Path(name).stem, names)}", file=str(name))
 
 
 def listing(kind: str) -> list[Path]:

@@ -6,7 +6,8 @@ from pathlib import Path
 from typer.testing import CliRunner
 
 from simulator.cli.app import _register, app
-from simulator.reports.nccl_table import avg_busbw, round_to_elements
+from simulator.metrics.collective_stats import round_to_elements
+from simulator.reports.nccl_table import avg_busbw
 
 ROOT = Path(__file__).resolve().parent.parent
 HGX = str(ROOT / "topologies" / "hgx_h100.yaml")

@@ -13,7 +13,7 @@ import pytest
 from typer.testing import CliRunner
 
 from simulator.cli.app import _register, app
-from simulator.errors import InputError
+from simulator.errors import InputError, Origin
 from simulator.hardware.faults import FaultSpec
 from simulator.hardware.retry import DOWN_PROBABILITY, link_down, packet_error, retry_parts, unusable_ber
 from simulator.topology import synthetic
@@ -28,8 +28,9 @@ NVLINK_DOWN = ("at or above ber=0.00084 a 272 B packet fails all 4 transmissions
 WHY = "so the link layer retrains instead of delivering (hardware/retry.py); they are left out as with link_down"
 
 
-def _raise(i, key, msg):
-    return InputError(msg, field=f"faults[{i}].{key}")
+def _origins(n=8):
+    """Origins that place fault i's errors at ``faults[i].key`` (no file)."""
+    return [Origin(path=("faults", i)) for i in range(n)]
 
 
 # --- the threshold ---------------------------------------------------------------------------------
@@ -47,18 +48,18 @@ def test_unusable_ber_is_where_a_packet_fails_all_its_transmissions_half_the_tim
 
 def test_a_link_below_the_threshold_keeps_a_positive_rate_and_one_above_it_is_gone():
     fabric = synthetic.star(3)
-    down = apply_faults(fabric, [FaultSpec(kind="ber", **{"from": "gpu0"}, to="sw0", ber=0.5)], _raise)
+    down = apply_faults(fabric, [FaultSpec(kind="ber", **{"from": "gpu0"}, to="sw0", ber=0.5)], _origins())
     assert not [c for c in down.channels if "gpu0" in (c.src, c.dst)]
     assert len(down.channels) == len(fabric.channels) - 2
     assert down.faults == ["ber from=gpu0 to=sw0 ber=0.5 (1 link down)"]
     assert down.warnings[0] == ("faults[0].ber: this bit error rate takes links down (1 nvlink link: "
                                 f"{NVLINK_DOWN}), {WHY}")
-    slow = apply_faults(fabric, [FaultSpec(kind="ber", **{"from": "gpu0"}, to="sw0", ber=8e-4)], _raise)
+    slow = apply_faults(fabric, [FaultSpec(kind="ber", **{"from": "gpu0"}, to="sw0", ber=8e-4)], _origins())
     rates = [c.rate_Bps for c in slow.channels if "gpu0" in (c.src, c.dst)]
     assert len(rates) == 2 and all(r > 0 for r in rates)
     assert slow.faults == ["ber from=gpu0 to=sw0 ber=0.0008"]
     assert slow.warnings[0].startswith("faults[0].ber: retries at this bit error rate leave the links it hits ")
-    mild = apply_faults(fabric, [FaultSpec(kind="ber", **{"from": "gpu0"}, to="sw0", ber=1e-8)], _raise)
+    mild = apply_faults(fabric, [FaultSpec(kind="ber", **{"from": "gpu0"}, to="sw0", ber=1e-8)], _origins())
     assert mild.warnings == []
 
 
@@ -136,7 +137,7 @@ def test_a_tray_taken_down_stops_drawing_its_switch_power():
 
     fabric = build_fabric(ROOT / "topologies" / "gb200_nvl72.yaml")
     down = apply_faults(fabric, [FaultSpec.model_validate({"kind": "switch_down", "enclosure": "switch_tray0"})],
-                        lambda i, k, m: AssertionError(m))
+                        _origins())
     chip = next(n for n in fabric.nodes.values() if n.kind == "switch").static_power_W
     assert fabric.static_power_W["switch_chip"] == 18 * chip
     assert down.static_power_W["switch_chip"] == 16 * chip  # the tray's two NVSwitch chips are off

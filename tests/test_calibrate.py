@@ -16,7 +16,7 @@ from typer.testing import CliRunner
 from simulator.calibrate.fit import fit, gpu_part, levenberg_marquardt
 from simulator.calibrate.write import calibrate, render, write
 from simulator.cli.app import _register, app
-from simulator.cli.calibrate import NO_TORCH
+from simulator.calibrate.microbench import NO_TORCH
 from simulator.errors import InputError
 from simulator.hardware.catalog import load_catalog
 from simulator.hardware.kernels import kernel_model, load_kernel_table

@@ -14,7 +14,7 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 from typer.testing import CliRunner
 
 from simulator.cli.app import _register, app
-from simulator.cli.common import fault_flags, fault_specs
+from simulator.topology.fault_file import read_faults
 from simulator.errors import InputError
 from simulator.hardware.faults import parse_fault_flag
 from simulator.topology.builder import build_fabric
@@ -84,22 +84,22 @@ def test_a_missing_fault_file_is_no_such_file(tmp_path):
 @pytest.mark.parametrize("name", sorted(p.name for p in (ROOT / "topologies" / "faults").glob("*.yaml")))
 def test_the_shipped_fault_topologies_are_accepted_by_fault(name):
     path = ROOT / "topologies" / "faults" / name
-    specs, where = fault_flags([str(path)])
-    assert specs and all(w is not None for w in where)
-    fabric = build_fabric(NVL72, specs, locate_fault=fault_specs([str(path)])[1])
+    specs, origins = read_faults([str(path)])
+    assert specs and all(o.sources is not None and o.flag is None for o in origins)  # each at its FILE:LINE
+    fabric = build_fabric(NVL72, specs, origins=origins)
     assert fabric.faults == list(build_fabric(path).faults)  # what the topology itself applies
 
 
 def test_a_plain_fault_file_may_have_a_name_and_description(tmp_path):
     path = tmp_path / "f.yaml"
     path.write_text("name: one link\ndescription: x\nfaults:\n  - {kind: link_down, from: hgx.gpu0, to: hgx.nvsw0}\n")
-    assert len(fault_flags([str(path)])[0]) == 1
+    assert len(read_faults([str(path)])[0]) == 1
     path.write_text("name: none\nfaults: []\n")
     with pytest.raises(InputError, match=r"f.yaml:2: .*names no faults"):
-        fault_flags([str(path)])
+        read_faults([str(path)])
     path.write_text("nmae: typo\nfaults:\n  - {kind: link_down, from: hgx.gpu0, to: hgx.nvsw0}\n")
     with pytest.raises(InputError, match=r"f.yaml:1"):
-        fault_flags([str(path)])
+        read_faults([str(path)])
 
 
 @pytest.mark.parametrize("engine", ["flow", "packet"])
@@ -123,8 +123,8 @@ _VALS = st.sampled_from(["hgx.gpu0", "hgx.nvsw*", "*", "hgx.gpu*", "nope", "0", 
 def test_fuzzed_fault_flags_are_faults_or_one_line(kind, pairs, sep):
     flag = f"{kind}:" + sep.join(f"{k}={v}" for k, v in pairs)
     try:
-        specs, locate = fault_specs([flag])
-        build_fabric(HGX, specs, locate_fault=locate)
+        specs, origins = read_faults([flag])
+        build_fabric(HGX, specs, origins=origins)
     except InputError as err:
         assert "\n" not in str(err) and (err.field == "--fault" or err.file), str(err)
 
@@ -138,4 +138,4 @@ def test_a_fault_that_never_strikes_or_a_nan_ber_is_refused(tmp_path, fault, wor
     path = tmp_path / "f.yaml"
     path.write_text(f"faults: [{fault}]\n")
     with pytest.raises(InputError, match=r"f\.yaml:1: " + words.replace("[", r"\[").replace("]", r"\]")):
-        fault_flags([str(path)])
+        read_faults([str(path)])

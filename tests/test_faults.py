@@ -230,9 +230,9 @@ def test_bench_with_faults_shows_healthy_beside_degraded():
 def test_fault_file_flag_and_scenario_variants(tmp_path):
     faults = tmp_path / "f.yaml"
     faults.write_text("faults:\n  - {kind: switch_down, device: hgx.nvsw3}\n")
-    from simulator.cli.common import fault_flags
+    from simulator.topology.fault_file import read_faults
 
-    assert [f.describe() for f in fault_flags([str(faults)])[0]] == ["switch_down device=hgx.nvsw3"]
+    assert [f.describe() for f in read_faults([str(faults)])[0]] == ["switch_down device=hgx.nvsw3"]
     faults.write_text("faults:\n  - {kind: switch_down, device: hgx.nvsw3, lanes: 2}\n")
     r = _cli("bench", HGX, "--sizes", "1M", "--fault", str(faults))
     assert r.exit_code == 2 and f"{faults}:2:" in r.output and "'lanes' does not apply" in r.output, r.output

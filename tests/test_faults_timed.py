@@ -19,7 +19,7 @@ from typer.testing import CliRunner
 from simulator.cli.app import _register, app
 from simulator.engine.dispatch import PACKET_TIMED_FAULTS, simulate
 from simulator.engine.flow import run_flow
-from simulator.errors import InputError
+from simulator.errors import InputError, Origin
 from simulator.hardware.faults import FaultSpec
 from simulator.topology.builder import build_fabric
 from simulator.topology.faults import apply_faults, timed_faults
@@ -172,8 +172,9 @@ def timed_runs(draw):
     return FaultSpec.model_validate(spec), flows(*[(f"hgx.gpu{s}", f"hgx.gpu{d}", b) for s, d, b in pairs])
 
 
-def _raise(i, key, msg):
-    return InputError(msg, field=f"faults[{i}].{key}")
+def _origins(n=8):
+    """Origins that place fault i's errors at ``faults[i].key`` (no file)."""
+    return [Origin(path=("faults", i)) for i in range(n)]
 
 
 @settings(max_examples=30, deadline=None)
@@ -183,7 +184,7 @@ def test_any_fault_during_a_run_keeps_the_flow_invariants(run):
     bytes match the routes taken before and after the fault, dependencies hold, same input same
     result, and a fault that strikes before the end is reported."""
     spec, workload = run
-    f = timed_faults(apply_faults(_HGX, [spec], _raise), [(spec, 0, _raise)])
+    f = timed_faults(apply_faults(_HGX, [spec], _origins()), [spec], _origins())
     res = run_flow(f, workload)
     assert all(res.invariants.values()), res.invariants
     assert res.bytes_delivered == workload.total_bytes

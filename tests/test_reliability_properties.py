@@ -14,7 +14,7 @@ from simulator.cli.app import _register, app
 from simulator.engine.flow import run_flow
 from simulator.engine.flow_maxmin import max_min_rates
 from simulator.engine.packet import PacketConfig, run_packet
-from simulator.errors import InputError
+from simulator.errors import Origin
 from simulator.hardware.faults import FaultSpec
 from simulator.topology import synthetic
 from simulator.topology.faults import apply_faults
@@ -26,8 +26,9 @@ linprog = pytest.importorskip("scipy.optimize").linprog
 PACKET = 256
 
 
-def _raise(i, key, msg):
-    return InputError(msg, field=f"faults[{i}].{key}")
+def _origins(n=8):
+    """Origins that place fault i's errors at ``faults[i].key`` (no file)."""
+    return [Origin(path=("faults", i)) for i in range(n)]
 
 
 # --- both engines on random stars with faults --------------------------------------------------
@@ -45,7 +46,7 @@ def faulted_runs(draw):
     if draw(st.booleans()):
         faults.append(FaultSpec.model_validate({"kind": "ber", "from": "gpu*", "to": "sw0",
                                                 "ber": draw(st.sampled_from([1e-12, 1e-8, 1e-6]))}))
-    fabric = apply_faults(fabric, faults, _raise)
+    fabric = apply_faults(fabric, faults, _origins())
     alive = [g for g in range(n) if g != down]
     pairs = draw(st.lists(st.tuples(st.sampled_from(alive), st.sampled_from(alive), st.integers(1, 8 * PACKET))
                           .filter(lambda p: p[0] != p[1]), min_size=1, max_size=6))

@@ -232,11 +232,15 @@ def _torch():
     return torch
 
 
+NO_TORCH = "fabricsim calibrate needs PyTorch with CUDA: pip install 'fabricsim[calibrate]'"
+"""Why a machine without PyTorch cannot measure."""
+
+
 def available() -> str | None:
     """None when a CUDA GPU can be measured here, else why not (one line)."""
     torch = _torch()
     if torch is None:
-        return "fabricsim calibrate needs PyTorch with CUDA: pip install 'fabricsim[calibrate]'"
+        return NO_TORCH
     if not torch.cuda.is_available():
         return f"fabricsim calibrate needs a CUDA GPU; PyTorch {torch.__version__} sees none"
     return None

@@ -26,7 +26,7 @@ app = typer.Typer(
 
 def _version(value: bool) -> None:
     if value:
-        from simulator import __version__
+        from simulator.version import __version__
 
         typer.echo(f"fabricsim {__version__}")
         raise typer.Exit()

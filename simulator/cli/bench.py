@@ -7,9 +7,13 @@ from typing import TYPE_CHECKING, Annotated, Optional
 import typer
 
 from simulator.cli.common import (ArbiterOpt, CrossbarOpt, EngineOpt, IterationsOpt, PacketBytesOpt, QueueingOpt,
-                                   JSON_HELP, SeedOpt, SpeedupOpt, load_fabric, report_console, switch_flags)
+                                   JSON_HELP, SeedOpt, SpeedupOpt, output_plan, report_console, switch_flags)
 from simulator.cli.common import FaultOpt, HostsOpt, PerNodeOpt, PerRackOpt, PerTrayOpt, RanksOpt, placement_flags
 from simulator.errors import InputError
+from simulator.hardware.protocols import PROTOCOL_NAMES
+from simulator.workloads.collectives.ops import OPS
+from simulator.workloads.collectives.registry import algorithm_help
+from simulator.workloads.copies import COPIES
 
 if TYPE_CHECKING:  # the CLI imports the model only when a command runs (fast --help)
     from simulator.topology.fabric import Fabric
@@ -18,8 +22,7 @@ def register(app: typer.Typer) -> None:
     @app.command()
     def bench(
         topology: Annotated[str, typer.Argument(help="Topology YAML, or a shipped topology by name (hgx_h100; see fabricsim list).")],
-        op: Annotated[str, typer.Option(help="all_reduce, all_gather, reduce_scatter, alltoall, broadcast, reduce, "
-                                             "gather, scatter, sendrecv, or a copy: h2d, d2h, p2p.")] = "all_reduce",
+        op: Annotated[str, typer.Option(help=f"{', '.join(OPS)}, or a copy: {', '.join(COPIES)}.")] = "all_reduce",
         gpus: Annotated[Optional[int], typer.Option(min=1, help="Use N GPUs: the first N in rank order, or where "
                                                           "the placement flags put them (default: all, or what "
                                                           "they give).")] = None,
@@ -38,8 +41,8 @@ def register(app: typer.Typer) -> None:
         root: Annotated[int, typer.Option(
             "--root", "-r", min=0, help="Root rank of broadcast, reduce, gather, scatter (nccl-tests -r); -1 is printed "
                                   "for ops without a root.")] = 0,
-        algo: Annotated[str, typer.Option(help="ring, tree, direct, nvls, hierarchical or auto.")] = "auto",
-        protocol: Annotated[str, typer.Option(help="LL, LL128, Simple or auto (like NCCL_PROTO).")] = "auto",
+        algo: Annotated[str, typer.Option(help=algorithm_help() + ".")] = "auto",
+        protocol: Annotated[str, typer.Option(help=f"{', '.join(PROTOCOL_NAMES)} or auto (like NCCL_PROTO).")] = "auto",
         channels: Annotated[Optional[int], typer.Option(
             min=1, max=64, help="NCCL channels (CTAs) per call, like NCCL_MIN_NCHANNELS=NCCL_MAX_NCHANNELS=N "
                                 "(default: NCCL's choice per size).")] = None,
@@ -71,50 +74,29 @@ def register(app: typer.Typer) -> None:
         fault: FaultOpt = None,
     ) -> None:
         """Sweep message sizes of one collective and print the nccl-tests columns (busbw in GB/s, 1 GB = 1e9 B)."""
-        from simulator.reports.export import write_json
-        from simulator.reports.fanout import combine
-        from simulator.reports.nccl_table import nccl_table, nccl_text
-        from simulator.runner.sweeps import SweepSpec, size_list, sweep
+        from simulator.runner.bench import BenchRequest, plan_bench, run_bench
 
-        from simulator.errors import unknown_choice
-        from simulator.metrics.collective_stats import TYPE_SIZE
-        from simulator.reports.nccl_table import round_to_elements
-
-        if dtype not in TYPE_SIZE:
-            raise unknown_choice("dtype", dtype, list(TYPE_SIZE), field="dtype")
-        fabric = load_fabric(topology, fault)
-        from simulator.cli.common import fault_files, output_plan, topology_path
-        from simulator.topology.builder import topology_files
-
-        plan = output_plan([*topology_files(topology_path(topology)), *fault_files(fault)], json=json_path,
-                           plot=plot, heatmap=heatmap, trace=trace, credit_plot=credit_plot)
-        inputs = plan.inputs
-        healthy = load_fabric(topology, healthy=True) if fabric.faults else fabric
-        for line in fabric.warnings:  # what the faults did beyond the table (a BER that takes links down)
-            if line not in healthy.warnings:
-                typer.echo(f"fabricsim: warning: {line}", err=True)
-        from simulator.runner.sweeps import select_gpus
-
-        placement = placement_flags(per_rack, per_tray, per_node, ranks, hosts)
-        placed = select_gpus(fabric, gpus or (None if placement else len(fabric.gpus)), placement, field="--gpus")
-        n = len(placed)
-        where = f" ({placement.describe()})" if placement else ""
-        if root >= n:
-            raise InputError(f"root rank {root} does not exist: the run has ranks 0..{n - 1}", field="root")
-        wanted = size_list(sizes, step_factor)
-        rounded = tuple(dict.fromkeys(round_to_elements(op, s, n, dtype) for s in wanted))
-        spec = SweepSpec(op=op, gpus=n, sizes=rounded, algo=algo, root=root, timing=timing,
-                         protocol=protocol, channels=channels, engine=engine, packet_bytes=packet_bytes, seed=seed,
-                         switch=switch_flags(arbiter, crossbar, iterations, speedup, queueing), placement=placement)
+        request = BenchRequest(topology=topology, op=op, sizes=sizes, step_factor=step_factor, dtype=dtype,
+                               gpus=gpus, placement=placement_flags(per_rack, per_tray, per_node, ranks, hosts),
+                               root=root, algo=algo, protocol=protocol, channels=channels, timing=timing,
+                               engine=engine, packet_bytes=packet_bytes, seed=seed,
+                               switch=switch_flags(arbiter, crossbar, iterations, speedup, queueing),
+                               faults=tuple(fault or ()))
+        planned = plan_bench(request)
+        fabric, spec = planned.fabric, planned.spec
+        plan = output_plan(list(planned.inputs), json=json_path, plot=plot, heatmap=heatmap, trace=trace,
+                           credit_plot=credit_plot)
+        for line in planned.warnings:  # what the faults did beyond the table (a BER that takes links down)
+            typer.echo(f"fabricsim: warning: {line}", err=True)
         tracer = recorder = None
         if trace:
             from simulator.reports.trace import TraceWriter
 
-            tracer = TraceWriter(path=trace, inputs=inputs)
+            tracer = TraceWriter(path=trace, inputs=plan.inputs)
         if credit_plot:
             from simulator.reports.plots import CreditRecorder
 
-            recorder = CreditRecorder(fabric.channels[_credit_link(fabric, placed, link)])
+            recorder = CreditRecorder(fabric.channels[_credit_link(fabric, list(planned.gpus), link)])
         last: list = []
         workloads: list = []
 
@@ -122,13 +104,23 @@ def register(app: typer.Typer) -> None:
             workloads.append(workload)
             last.append(result)
 
-        kwargs = dict(observer=combine(tracer, recorder), on_result=keep)
         from rich.console import Console
 
         from simulator.cli.progress import SweepProgress
+        from simulator.reports.fanout import combine
 
+        where = f" ({planned.placed})" if planned.placed else ""
         with SweepProgress(Console(stderr=True), f"{op} on {spec.gpus} GPUs{where}") as progress:
-            rows = sweep(fabric, spec, on_row=progress.row, on_plan=progress.plan, on_hops=progress.hops, **kwargs)
+
+            def heard(sweep_plan) -> None:  # noqa: ANN001 - runner.estimate.SweepPlan, before any run
+                if credit_plot and sweep_plan.engine != "packet":
+                    raise InputError(f"needs a packet-engine run; this sweep runs on the "
+                                     f"{sweep_plan.engine} engine: add --engine packet", field="credit_plot")
+                progress.plan(sweep_plan)
+
+            outcome = run_bench(planned, observer=combine(tracer, recorder), on_row=progress.row,
+                                on_plan=heard, on_hops=progress.hops, on_result=keep)
+        rows = outcome.rows
         if heatmap:
             from simulator.reports.plots import link_utilization_heatmap
             from simulator.units import format_bytes
@@ -139,8 +131,6 @@ def register(app: typer.Typer) -> None:
         if tracer:
             tracer.write()
         if recorder:
-            if not any(r.engine == "packet" for r in last):
-                raise InputError("--credit-plot needs a packet-engine run: add --engine packet", field="credit_plot")
             from simulator.reports.plots import credit_timeseries
 
             times, credits, depth = recorder.series()
@@ -148,16 +138,16 @@ def register(app: typer.Typer) -> None:
                               label=recorder.name, slots=_slot_timeline(fabric, workloads[-1], last[-1]),
                               credit_bytes=recorder.credit_bytes)
         if json_path:
-            write_json(json_path, {"topology": topology, "op": op, "gpus": spec.gpus,
-                                   "placement": placement.describe() if placement else None,
-                                   "nodes": _node_counts(fabric, placed), "algo": algo,
-                                   "engine": engine, "timing": timing, "dtype": dtype, "root": root,
-                                   "faults": list(fabric.faults), "rows": rows}, inputs)
+            from simulator.reports.export import write_json
+
+            write_json(json_path, outcome.to_dict(), plan.inputs)
         if plot:
             from simulator.reports.plots import busbw_vs_size
 
             busbw_vs_size({fabric.name: [(r["bytes"], r["busbw_GBps"]) for r in rows]}, path=plot,
                           title=f"{op} on {spec.gpus} GPUs")
+        from simulator.reports.nccl_table import nccl_table, nccl_text
+
         if text:
             typer.echo(nccl_text(op, spec.gpus, rows, dtype=dtype, root=root), err=json_path == "-")
         else:
@@ -176,21 +166,11 @@ def register(app: typer.Typer) -> None:
                                      dtype=dtype, root=root),
                           out.width, optional=("#wrong", "redop", "type", "count (elements)", "root",
                                                "algbw (GB/s)", "algo/proto/ch/engine")))
-            if fabric.faults:  # healthy vs degraded side by side (issue 12)
+            if outcome.compared:  # healthy vs degraded side by side (issue 12)
                 from simulator.reports.fault_compare import fault_table
-                from simulator.runner.degraded import healthy_vs_degraded
 
-                compared = healthy_vs_degraded(healthy, fabric, spec, rows)
-                out.print(fit(fault_table(fabric, compared), out.width, optional=("how healthy", "how degraded")))
-
-
-def _node_counts(fabric: Fabric, gpus: list[str]) -> dict[str, int]:
-    """The job's GPUs per node (``Node.group``), in order: what an uneven placement looks like."""
-    counts: dict[str, int] = {}
-    for g in gpus:
-        name = fabric.nodes[g].group or fabric.name
-        counts[name] = counts.get(name, 0) + 1
-    return counts
+                out.print(fit(fault_table(fabric, outcome.compared), out.width,
+                              optional=("how healthy", "how degraded")))
 
 
 def _slot_timeline(fabric: Fabric, workload, result):

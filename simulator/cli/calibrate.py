@@ -5,21 +5,17 @@ every microbenchmark point against the fitted model."""
 
 from __future__ import annotations
 
-import json
-from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, Optional
 
 import typer
 
 from simulator.cli.common import JSON_HELP
-from simulator.errors import InputError
 
 if TYPE_CHECKING:
     from rich.console import Console
 
     from simulator.calibrate.fit import Calibration
 
-NO_TORCH = "fabricsim calibrate needs PyTorch with CUDA: pip install 'fabricsim[calibrate]'"
 
 
 def register(app: typer.Typer) -> None:
@@ -36,80 +32,25 @@ def register(app: typer.Typer) -> None:
             "--json", help="Write the fit and every point checked as JSON to this file" + JSON_HELP)] = None,
     ) -> None:
         """Measure the GPU (or read a recorded run), fit the kernel model, write a calibration file."""
-        from simulator.calibrate.fit import gpu_part
+        from simulator.runner.calibrate_run import CalibrateRequest, NoGpu, run_calibrate
 
-        to_stdout = json_path == "-"
-        for path in (output, raw_out):
-            if path and Path(path).exists() and not force:
-                raise InputError("file exists; pass --force to replace it", file=path)
-        if from_json:
-            doc = read_run(from_json)
-            source = from_json
-        else:
-            from simulator.calibrate import microbench
-
-            why = microbench.available()
-            if why:
-                typer.echo(why, err=True)
-                raise typer.Exit(2)
-            import torch
-
-            gpu_part(torch.cuda.get_device_name(0))  # an unknown GPU fails before a minute of measuring
-            if raw_out:
-                _check_folder(raw_out)
-            doc = microbench.run_all(None, stderr=to_stdout)
-            source = "<this run>"
-            if raw_out:
-                from simulator.calibrate.write import write
-
-                write(raw_out, json.dumps(doc, indent=1) + "\n", force=force)
-        show_raw = raw_out or from_json
-        result = run_fit(doc, source, Path(show_raw).name if show_raw else None)
-        cal, text = result
-        target = output or f"calibration-{cal.part}.yaml"
-        from simulator.calibrate.write import write
-
-        write(target, text, force=force, inputs=[p for p in (from_json, raw_out) if p])
+        request = CalibrateRequest(output=output, from_json=from_json, raw_out=raw_out, force=force,
+                                   quiet_stdout=json_path == "-")
+        try:
+            outcome = run_calibrate(request)
+        except NoGpu as why:
+            typer.echo(str(why), err=True)
+            raise typer.Exit(2) from None
         from simulator.cli.common import report_console
 
-        console = report_console(stderr=to_stdout)
-        print_report(cal, console)
-        console.print(f"wrote {target}: pass it with --parts {target} or list it under a topology's parts:",
-                      markup=False, highlight=False)
+        console = report_console(stderr=json_path == "-")
+        print_report(outcome.calibration, console)
+        console.print(f"wrote {outcome.file}: pass it with --parts {outcome.file} or list it under a topology's "
+                      "parts:", markup=False, highlight=False)
         if json_path:
             from simulator.reports.export import write_json
 
-            write_json(json_path, {**cal.as_dict(), "file": str(target)},
-                       [p for p in (from_json, raw_out, target) if p])
-
-
-def _check_folder(path: str) -> None:
-    folder = Path(path).parent
-    if str(folder) and not folder.is_dir():
-        raise InputError(f"output folder {folder} does not exist", file=path)
-
-
-def read_run(path: str) -> dict[str, Any]:
-    """A recorded microbench run (JSON); errors name the file (and line, for bad JSON)."""
-    try:
-        text = Path(path).read_text(encoding="utf-8")
-    except OSError as err:
-        raise InputError(f"cannot read the run: {err.strerror or err}", file=path) from None
-    try:
-        doc = json.loads(text)
-    except json.JSONDecodeError as err:
-        raise InputError(f"broken JSON: {err.msg}", file=path, line=err.lineno) from None
-    from simulator.calibrate.fit import check_document
-
-    check_document(doc, path)
-    return doc
-
-
-def run_fit(doc: dict[str, Any], source: str, raw: str | None) -> tuple[Calibration, str]:
-    from simulator import __version__
-    from simulator.calibrate.write import calibrate as fit_and_check
-
-    return fit_and_check(doc, source=source, version=__version__, raw=raw)
+            write_json(json_path, outcome.to_dict(), list(outcome.inputs))
 
 
 def _time(seconds: float) -> str:

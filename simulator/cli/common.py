@@ -3,15 +3,17 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Callable, Optional
+from typing import TYPE_CHECKING, Annotated, Optional
 
 import typer
 
 from simulator.errors import InputError
+from simulator.topology.switch_designs import (CROSSBAR_MODES, DESIGN_NAMES, QUEUEINGS, crossbar_help,
+                                               switch_design_help)
 
 if TYPE_CHECKING:  # the CLI imports the model only when a command runs (fast --help)
     from rich.console import Console
-    from simulator.topology.fabric import Fabric, SwitchScheduling
+    from simulator.topology.fabric import SwitchScheduling
 
 EngineOpt = Annotated[str, typer.Option(help="packet, flow, or auto (flow for very large runs).")]
 PacketBytesOpt = Annotated[Optional[int], typer.Option(
@@ -28,24 +30,6 @@ PartsOpt = Annotated[Optional[list[str]], typer.Option(
 LaunchOpt = Annotated[Optional[str], typer.Option(
     "--launch", help="How kernels are launched: graph (a CUDA graph, as serving engines run decode) or eager "
                      "(from Python, host-bound); default: the scenario's launch:, else graph.")]
-
-
-def launch_flag(value: str | None) -> str | None:
-    """``--launch`` checked: graph, eager or unset."""
-    from simulator.errors import unknown_choice
-    from simulator.hardware.kernels import LAUNCH_MODES
-
-    if value is not None and value not in LAUNCH_MODES:
-        raise unknown_choice("launch mode", value, LAUNCH_MODES, field="--launch")
-    return value
-
-
-def parts_flags(values: list[str] | None) -> list[str]:
-    """``--parts`` files, each checked to exist (an error names the flag)."""
-    for value in values or []:
-        if not Path(value).is_file():
-            raise InputError(f"no such parts or calibration file: {value}", field="--parts")
-    return list(values or [])
 
 
 OversubscribeOpt = Annotated[bool, typer.Option(
@@ -91,71 +75,6 @@ FaultOpt = Annotated[Optional[list[str]], typer.Option(
     "--fault", help="A fault to apply (repeatable): KIND:key=value,... e.g. switch_down:enclosure=switch_tray0, "
                     "link_down:from=compute0.gpu0,to=switch_tray0.nvsw0, degraded_width:from=server.gpu0,to=server.psw0,"
                     "lanes=8, ber:from=*,to=*,ber=1e-8; or a YAML file with a faults: list.")]
-
-
-def load_fabric(path: str, faults: list[str] | None = None, *, healthy: bool = False) -> Fabric:
-    """Build a topology file (a path, or a shipped topology's name) into a fabric with the file's
-    faults and ``--fault`` flags applied (``healthy``: neither); a missing file is an input error,
-    not a traceback."""
-    from simulator.topology.builder import build_fabric
-
-    found = topology_path(path)
-    if not found.is_file():
-        raise InputError("no such topology file (nor a shipped topology of that name: see fabricsim list)", file=path)
-    specs, locate = fault_specs(faults or [])
-    return build_fabric(found, specs, healthy=healthy, locate_fault=locate)
-
-
-def fault_specs(values: list[str]) -> tuple[list, Callable[[int, str | None, str], InputError]]:
-    """``--fault`` values -> fault specs and the function that places an error about the i-th of
-    them: at FILE:LINE for faults read from a file, else at the ``--fault`` flag."""
-    specs, where = fault_flags(values)
-
-    def locate(i: int, key: str | None, message: str) -> InputError:
-        if where[i] is not None:
-            sources, j = where[i]
-            return sources.error(("faults", j) + ((key,) if key else ()), message)
-        return InputError(f"{specs[i].describe()}: {message}", field="--fault")
-
-    return specs, locate
-
-
-def fault_flags(values: list[str]) -> tuple[list, list]:
-    """``--fault`` values -> (fault specs, where each was written: (SourceMap, index) or None for a
-    flag). A value naming a file reads its ``faults:`` list (``topology.fault_file``: errors at
-    FILE:LINE; a missing ``x.yaml`` is "no such fault file"), anything else is ``KIND:key=value,...``
-    (errors name ``--fault``)."""
-    from simulator.hardware.faults import FaultSpec, parse_fault_flag
-    from simulator.topology.fault_file import looks_like_file, read_fault_file
-
-    specs: list = []
-    where: list = []
-    for value in values:
-        if Path(value).exists() or looks_like_file(value):  # a fault file, or a topology with faults:
-            found, sources = read_fault_file(value)
-            specs += found
-            where += [(sources, j) for j in range(len(found))]
-            continue
-        try:
-            specs.append(FaultSpec.model_validate(parse_fault_flag(value)))
-            where.append(None)
-        except ValueError as err:  # pydantic's ValidationError is a ValueError
-            first = err.errors(include_url=False)[0] if hasattr(err, "errors") else None
-            msg = first["msg"].removeprefix("Value error, ") if first else str(err)
-            at = ".".join(str(x) for x in first["loc"]) if first and first["loc"] else ""
-            raise InputError(f"{value!r}: {at + ': ' if at else ''}{msg}", field="--fault") from None
-    return specs, where
-
-
-def fault_files(values: list[str] | None) -> list[Path]:
-    """The files among ``--fault`` values, with each file they ``extends:`` (inputs of the run)."""
-    from simulator.topology.loader import load_yaml
-
-    out: list[Path] = []
-    for value in values or []:
-        if Path(value).is_file():
-            out += [Path(f) for f in load_yaml(value)[1].files]
-    return out
 
 
 def output_plan(inputs, **outputs: str | None):  # noqa: ANN001, ANN201
@@ -215,32 +134,32 @@ JSON_HELP = " ('-' for standard output; tables then go to standard error)"
 
 
 ArbiterOpt = Annotated[Optional[str], typer.Option(
-    help="Switch scheduling algorithm for switches whose topology names none: round_robin, islip, pim, "
-         "oldest_first, fixed_priority, weighted_rr, wavefront (packet engine).")]
-CrossbarOpt = Annotated[Optional[str], typer.Option(
-    help="output (each output arbitrates when it frees), matching (request-grant-accept every cell time) "
-         "or auto (matching for islip, pim, wavefront).")]
+    help="Switch scheduling design for switches whose topology names none (packet engine): "
+         + "; ".join(switch_design_help().splitlines()) + ".")]
+CrossbarOpt = Annotated[Optional[str], typer.Option(help=crossbar_help() + ".")]
 IterationsOpt = Annotated[Optional[int], typer.Option(help="Request-grant-accept rounds per cell time.")]
 SpeedupOpt = Annotated[Optional[float], typer.Option(help="Crossbar speedup of the switches.")]
-QueueingOpt = Annotated[Optional[str], typer.Option(help="Switch input buffers: voq or fifo.")]
+QueueingOpt = Annotated[Optional[str], typer.Option(
+    help=f"Switch input buffers: {' or '.join(QUEUEINGS)} (virtual output queues, or one FIFO per VC).")]
 
 
 def switch_flags(arbiter: str | None, crossbar: str | None, iterations: int | None, speedup: float | None,
                  queueing: str | None) -> SwitchScheduling | None:
     """The switch-scheduling flags as run defaults (None when no flag is given); bad values are
     input errors naming the flag."""
-    from simulator.topology.fabric import ALLOCATOR_NAMES, SwitchScheduling
+    from simulator.errors import unknown_choice
+    from simulator.topology.fabric import SwitchScheduling
 
-    if arbiter is not None and arbiter not in ALLOCATOR_NAMES:
-        raise InputError(f"unknown arbiter {arbiter!r}; choose one of {', '.join(ALLOCATOR_NAMES)}", field="--arbiter")
-    if crossbar is not None and crossbar not in ("auto", "output", "matching"):
-        raise InputError(f"unknown crossbar {crossbar!r}; choose auto, output or matching", field="--crossbar")
+    if arbiter is not None and arbiter not in DESIGN_NAMES:
+        raise unknown_choice("arbiter", arbiter, DESIGN_NAMES, field="--arbiter")
+    if crossbar is not None and crossbar not in CROSSBAR_MODES:
+        raise unknown_choice("crossbar", crossbar, CROSSBAR_MODES, field="--crossbar")
     if iterations is not None and iterations < 1:
         raise InputError(f"must be >= 1, got {iterations}", field="--iterations")
     if speedup is not None and speedup <= 0:
         raise InputError(f"must be > 0, got {speedup:g}", field="--speedup")
-    if queueing is not None and queueing not in ("voq", "fifo"):
-        raise InputError(f"unknown queueing {queueing!r}; choose voq or fifo", field="--queueing")
+    if queueing is not None and queueing not in QUEUEINGS:
+        raise unknown_choice("queueing", queueing, QUEUEINGS, field="--queueing")
     if (arbiter, crossbar, iterations, speedup, queueing) == (None,) * 5:
         return None
     return SwitchScheduling(arbiter=arbiter, crossbar=crossbar, iterations=iterations, speedup=speedup,  # type: ignore[arg-type]

@@ -23,12 +23,14 @@ def register(app: typer.Typer) -> None:
         fault: FaultOpt = None,
     ) -> None:
         """Summarize a topology: devices, links, per-GPU and bisection bandwidth, static power."""
-        from simulator.cli.common import fault_files, load_fabric, output_plan, topology_path
+        from simulator.cli.common import output_plan, topology_path
+        from simulator.runner.fabrics import load_fabric
         from simulator.topology.builder import topology_files
         from simulator.topology.describe import describe as summarize
+        from simulator.topology.fault_file import fault_inputs
 
-        fabric = load_fabric(topology, fault)
-        output_plan([*topology_files(topology_path(topology)), *fault_files(fault)], plot=plot)
+        fabric = load_fabric(topology, fault or ())
+        output_plan([*topology_files(topology_path(topology)), *fault_inputs(fault or ())], plot=plot)
         if fabric.changes:  # faults during the run: describe what is left after the last one
             from dataclasses import replace
 

@@ -12,7 +12,6 @@ from typing import TYPE_CHECKING, Annotated, Optional
 import typer
 
 from simulator.cli.common import ArbiterOpt, CrossbarOpt, IterationsOpt, output_plan, plain_console, switch_flags
-from simulator.errors import InputError
 
 if TYPE_CHECKING:
     from rich.table import Table
@@ -42,27 +41,8 @@ def _table(title: str, *columns: str) -> Table:
     return table
 
 
-def _buffers(text: str) -> list[int]:
-    from simulator.runner.sweeps import size_list
-
-    try:
-        return size_list(text)
-    except InputError as err:
-        raise InputError(err.message, field="buffers") from None
-
-
 def _size(n_bytes: int) -> str:
     return f"{n_bytes // 1024}K" if n_bytes % 1024 == 0 else f"{n_bytes} B"
-
-
-def _lengths(text: str) -> list[float]:
-    try:
-        lengths = [float(part) for part in text.split(",")]
-    except ValueError:
-        raise InputError(f"cable lengths are metres separated by commas, got {text!r}", field="cables") from None
-    if any(m <= 0 for m in lengths):
-        raise InputError("cable lengths must be > 0 m", field="cables")
-    return lengths
 
 
 @lab_app.command()
@@ -75,10 +55,11 @@ def credits(
     plot: PlotOpt = None,
 ) -> None:
     """One saturated link: simulated throughput beside min(line rate, buffer / credit RTT)."""
-    from simulator.workloads.labs.credits import DEFAULT_GENERATIONS, credit_sweep, explain_credits
+    from simulator.runner.labs import CreditsLab, run_lab
 
     output_plan((), plot=plot)
-    rows = credit_sweep(tuple(generation or DEFAULT_GENERATIONS), _buffers(buffers), _lengths(cables))
+    outcome = run_lab(CreditsLab(generation=tuple(generation or ()), buffers=buffers, cables=cables))
+    rows = outcome.result
     if plot:
         from simulator.reports.plots.lab_credits import lab_credits
 
@@ -99,7 +80,7 @@ def credits(
                           f"{r['simulated_GBps']:.2f}", f"{r['closed_form_GBps']:.2f}", f"{r['error_pct']:+.2f}",
                           f"{r['credit_stall_pct']:.0f}")
         console.print(table)
-    console.print(explain_credits(rows))
+    console.print(outcome.explanation)
 
 
 @lab_app.command()
@@ -110,10 +91,12 @@ def arbitration(
     plot: PlotOpt = None,
 ) -> None:
     """N inputs saturate one output: each input's share, Jain index, starvation, per arbiter."""
-    from simulator.workloads.labs.arbitration import STARVED_SHARE, arbitration_lab, explain_arbitration
+    from simulator.runner.labs import ArbitrationLab, run_lab
+    from simulator.workloads.labs.arbitration import STARVED_SHARE
 
     output_plan((), plot=plot)
-    rows = arbitration_lab(n_inputs=inputs, generation=generation)
+    outcome = run_lab(ArbitrationLab(inputs=inputs, generation=generation))
+    rows = outcome.result
     if plot:
         from simulator.reports.plots.lab_arbitration import lab_arbitration
 
@@ -136,7 +119,7 @@ def arbitration(
                          f"starved: under {100 * STARVED_SHARE:g} % of the output")
     console = plain_console()
     console.print(table)
-    console.print(explain_arbitration(rows))
+    console.print(outcome.explanation)
 
 
 @lab_app.command()
@@ -154,13 +137,13 @@ def hol(
     plot: PlotOpt = None,
 ) -> None:
     """Head-of-line blocking with and without VOQs; static vs shared credit pools under incast."""
-    from simulator.workloads.labs.hol import explain_hol, hol_lab
+    from simulator.runner.labs import HolLab, run_lab
 
     flags = switch_flags(arbiter, crossbar, iterations, speedup, None)
     output_plan((), plot=plot)
-    result = hol_lab(n_incast=incast, hot_load=hot_load, generation=generation, speedup=speedup, seed=seed,
-                     arbiter=flags.arbiter or "round_robin", crossbar=flags.crossbar or "auto",
-                     iterations=flags.iterations or 1)
+    outcome = run_lab(HolLab(incast=incast, hot_load=hot_load, speedup=speedup, generation=generation, seed=seed,
+                             arbiter=flags.arbiter, crossbar=flags.crossbar, iterations=flags.iterations))
+    result = outcome.result
     if plot:
         from simulator.reports.plots.lab_hol import lab_hol
 
@@ -184,7 +167,7 @@ def hol(
     console = plain_console()
     console.print(voq)
     console.print(pools)
-    console.print(explain_hol(result))
+    console.print(outcome.explanation)
 
 
 @lab_app.command()
@@ -201,26 +184,18 @@ def switch(
 ) -> None:
     """N x N switch, uniform i.i.d. traffic: saturation throughput, VOQ fairness and delay per
     design (FIFO, VOQ + PIM / RRM / iSLIP k=1..4, output queueing), beside the published values."""
-    from simulator.workloads.labs.switch import CURVE_DESIGNS, DESIGNS, delay_curves, explain_switch, switch_lab
-    from simulator.workloads.labs.switch import design as find_design
+    from simulator.runner.labs import SwitchLab, run_lab
 
-    if ports < 2:
-        raise InputError(f"need at least 2 ports, got {ports}", field="ports")
-    if slots < 100:
-        raise InputError(f"need at least 100 cell times to measure, got {slots}", field="slots")
-    designs = [find_design(d) for d in design] if design else list(DESIGNS)
     console = plain_console(stderr=True)
     output_plan((), plot=plot)
-    with console.status(f"simulating {len(designs)} designs on a {ports}x{ports} switch ..."):
-        rows = switch_lab(ports, designs, slots=slots, load=load, seed=seed)
+    with console.status("simulating the switch designs ...") as status:
+        outcome = run_lab(SwitchLab(ports=ports, load=load, slots=slots, design=tuple(design or ()), seed=seed,
+                                    curves=plot is not None), status=status.update)
+    rows = outcome.result
     if plot:
         from simulator.reports.plots.lab_switch import lab_switch
 
-        labels = [d.label for d in designs]
-        with console.status("delay-vs-load curves for the figure ..."):
-            curves = delay_curves(ports, labels=[x for x in labels if x in CURVE_DESIGNS], slots=min(slots, 2000),
-                                  seed=seed)
-        lab_switch(rows, curves, plot)
+        lab_switch(rows, outcome.curves, plot)
     if as_json:
         typer.echo(json.dumps(rows, indent=1))
         return
@@ -237,19 +212,8 @@ def switch(
                      "unstable: load above saturation; S=N: speedup N, unbounded output queues")
     out = plain_console()
     out.print(table)
-    out.print(explain_switch(rows))
+    out.print(outcome.explanation)
 
-
-
-def _bers(text: str) -> list[float]:
-    try:
-        bers = [float(part) for part in text.split(",")]
-    except ValueError:
-        raise InputError(f"bit error rates are numbers separated by commas (1e-12,1e-8), got {text!r}",
-                         field="bers") from None
-    if any(not 0 <= b < 1 for b in bers):
-        raise InputError("bit error rates must be in [0, 1)", field="bers")
-    return bers
 
 
 @lab_app.command()
@@ -264,10 +228,11 @@ def retry(
 ) -> None:
     """Link-level retry: goodput vs bit error rate and replay-buffer size, closed form beside a
     seeded go-back-N simulation (one link, one direction)."""
-    from simulator.workloads.labs.retry import explain_retry, retry_sweep
+    from simulator.runner.labs import RetryLab, run_lab
 
     output_plan((), plot=plot)
-    rows = retry_sweep(generation, _bers(bers), _buffers(buffers), packets=packets, seed=seed)
+    outcome = run_lab(RetryLab(generation=generation, bers=bers, buffers=buffers, packets=packets, seed=seed))
+    rows = outcome.result
     if plot:
         from simulator.reports.plots.lab_retry import lab_retry
 
@@ -285,4 +250,4 @@ def retry(
                       r["limited_by"])
     console = plain_console()
     console.print(table)
-    console.print(explain_retry(rows))
+    console.print(outcome.explanation)

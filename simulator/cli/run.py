@@ -6,9 +6,8 @@ from typing import Annotated, Optional
 
 import typer
 
-from simulator.cli.common import (JSON_HELP, FaultOpt, LaunchOpt, OversubscribeOpt, PartsOpt, fault_files,
-                                  fault_specs, launch_flag, output_plan, parts_flags, plain_console, print_warnings,
-                                  report_console)
+from simulator.cli.common import (JSON_HELP, FaultOpt, LaunchOpt, OversubscribeOpt, PartsOpt, output_plan,
+                                  plain_console, print_warnings, report_console)
 
 
 def register(app: typer.Typer) -> None:
@@ -16,7 +15,7 @@ def register(app: typer.Typer) -> None:
     def run(
         scenario: Annotated[str, typer.Argument(help="Scenario YAML, or a shipped scenario by name (nvl72_vs_hopper; see fabricsim list).")],
         json_path: Annotated[Optional[str], typer.Option("--json", help="Write all rows as JSON here" + JSON_HELP)] = None,
-        csv_path: Annotated[Optional[str], typer.Option("--csv", help="Write all rows as CSV here.")] = None,
+        csv_path: Annotated[Optional[str], typer.Option("--csv", help="Write all rows as CSV here" + JSON_HELP)] = None,
         trace: Annotated[Optional[str], typer.Option(
             help="Write a Perfetto/Chrome trace (JSON, streamed) of every run here: packets, credits and queues "
                  "(packet engine), transfers and link utilization (flow engine), and faults that strike during a run.")] = None,
@@ -28,45 +27,57 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Run a scenario; with two or more topologies, compare them side by side. With --fault every
         topology runs healthy and degraded, side by side."""
-        from simulator.reports.export import write_csv, write_json
-        from simulator.runner.scenario_run import run_scenario
-        from simulator.reports.scenario_text import print_scenario, scenario_plot
-        from simulator.workloads.scenario import load_scenario
+        from simulator.runner.scenarios import ScenarioRequest
 
-        from simulator.shipped import find
+        render(ScenarioRequest(scenario=scenario, faults=tuple(fault or ()), parts=tuple(parts or ()),
+                               launch=launch, allow_oversubscribe=allow_oversubscribe),
+               json_path=json_path, csv_path=csv_path, trace=trace, plot=plot)
 
-        scenario = str(find(scenario, "scenarios"))
-        model, topologies = load_scenario(scenario)
-        if allow_oversubscribe:
-            model = model.model_copy(update={"allow_oversubscribe": True})
-        specs, locate = fault_specs(fault or [])
-        parts, launch = parts_flags(parts), launch_flag(launch)
-        from simulator.workloads.scenario import scenario_files
 
-        inputs = output_plan([*scenario_files(scenario), *parts, *fault_files(fault)], json=json_path,
-                             csv=csv_path, trace=trace, plot=plot).inputs
-        observer = None
-        if trace:
-            from simulator.reports.trace import TraceWriter
+def render(request, json_path: str | None = None, csv_path: str | None = None, trace: str | None = None,  # noqa: ANN001
+           plot: str | None = None, power_plot: str | None = None) -> None:
+    """Plan a ``run`` or ``compare`` request, check its outputs, run it with a status line, print
+    its tables and warnings, and write what was asked (``--json`` is ``outcome.to_dict()``)."""
+    from simulator.cli.progress import ScenarioStatus
+    from simulator.reports.outcomes import summarized
+    from simulator.reports.scenario_text import print_scenario, scenario_plot
+    from simulator.runner.scenarios import plan_scenario, run_request
 
-            observer = TraceWriter(path=trace, inputs=inputs)
-        console = plain_console(stderr=True)
-        with console.status(f"running {model.name}") as status:
-            from simulator.cli.progress import ScenarioStatus
+    planned = plan_scenario(request)
+    inputs = output_plan(list(planned.inputs), json=json_path, csv=csv_path, trace=trace, plot=plot,
+                         power_plot=power_plot).inputs
+    observer = None
+    if trace:
+        from simulator.reports.trace import TraceWriter
 
-            shown = ScenarioStatus(console, status)
-            systems = run_scenario(model, topologies, observer=observer, faults=specs, locate_fault=locate,
-                                   on_plan=shown.plan, on_hops=shown.hops, on_row=shown.row, parts=parts,
-                                   launch=launch)
-        out = report_console(stderr=json_path == "-")
-        print_scenario(model, systems, out)
-        print_warnings(model, out)
-        payload = {"scenario": model.name, "systems": [s.as_dict() for s in systems], "warnings": list(model._warnings)}
-        if json_path:
-            write_json(json_path, payload, inputs)
-        if csv_path:
-            write_csv(csv_path, [{"system": s.name, **r} for s in systems for r in s.rows], inputs)
-        if trace and observer is not None:
-            observer.write()
-        if plot:
-            scenario_plot(systems, plot)
+        observer = TraceWriter(path=trace, inputs=inputs)
+    console = plain_console(stderr=True)
+    with console.status(f"running {planned.model.name}" if request.command == "run" else "simulating") as status:
+        shown = ScenarioStatus(console, status)
+        outcome = summarized(run_request(planned, observer=observer, on_row=shown.row, on_plan=shown.plan,
+                                         on_hops=shown.hops))
+    out = report_console(stderr="-" in (json_path, csv_path))  # standard output carries the data
+    print_scenario(planned.model, outcome.systems, out)
+    print_warnings(planned.model, out)
+    if json_path:
+        from simulator.reports.export import write_json
+
+        write_json(json_path, outcome.to_dict(), inputs)
+    if csv_path:
+        from simulator.reports.export import write_csv
+
+        write_csv(csv_path, outcome.rows, inputs)
+    if trace and observer is not None:
+        observer.write()
+    if plot:
+        scenario_plot(outcome.systems, plot)
+    if power_plot:
+        from simulator.reports.plots import power_breakdown
+        from simulator.units import format_bytes
+
+        systems = outcome.systems
+        sizes = sorted({r["bytes"] for s in systems for r in s.rows if r.get("bytes")})
+        span = "" if not sizes else (f", {format_bytes(sizes[0])}" if len(sizes) == 1 else
+                                     f", {len(sizes)} sizes {format_bytes(sizes[0])}-{format_bytes(sizes[-1])}")
+        power_breakdown({s.name: s.energy() for s in systems}, power_plot,
+                        title=f"Interconnect power, {planned.model.name}{span}: average over the whole run")

@@ -22,7 +22,7 @@ def register(app: typer.Typer) -> None:
         scheduler: Annotated[Optional[str], typer.Option(
             help="Use a running Dask scheduler instead, e.g. tcp://10.0.0.5:8786.")] = None,
         json_path: Annotated[Optional[str], typer.Option("--json", help="Write all rows as JSON here" + JSON_HELP)] = None,
-        csv_path: Annotated[Optional[str], typer.Option("--csv", help="Write all rows as CSV here.")] = None,
+        csv_path: Annotated[Optional[str], typer.Option("--csv", help="Write all rows as CSV here" + JSON_HELP)] = None,
         plot: Annotated[Optional[str], typer.Option(
             help="Write the metric against the first axis (.png, or .svg/.pdf for vector) here.")] = None,
         metric: Annotated[Optional[str], typer.Option(
@@ -34,17 +34,10 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Run every point of a sweep file on Dask (cached by content hash); one row per point."""
         from simulator.reports.export import write_csv, write_json
-        from simulator.runner.sweep_points import DEFAULT_METRIC, execute, result_rows
-        from simulator.reports.sweep_text import sweep_table
-        from simulator.runner.cache import ResultCache, default_dir
-        from simulator.runner.distributed import run_points
-        from simulator.runner.sweep_file import load_sweep
+        from simulator.runner.sweep_run import SweepRequest, plan_sweep_file, run_sweep
 
-        from simulator.shipped import find
-
-        sweep_file = str(find(sweep_file, "scenarios"))
-        loaded = load_sweep(sweep_file)
-        axes = list(loaded.model.axes)
+        request = SweepRequest(file=sweep_file, workers=workers, scheduler=scheduler, cache=cache, no_cache=no_cache)
+        loaded = plan_sweep_file(request)
         if dry_run:
             for p in loaded.points:
                 typer.echo(f"{p.index:4d}  {p.digest[:12]}  " + "  ".join(f"{k}={v}" for k, v in p.axes.items()))
@@ -52,17 +45,15 @@ def register(app: typer.Typer) -> None:
         from simulator.cli.common import output_plan
 
         inputs = output_plan(loaded.inputs, json=json_path, csv=csv_path, plot=plot).inputs
-        store = ResultCache(None if no_cache else (cache or default_dir()))
         console = plain_console(stderr=True)
         with (_progress(console, loaded.model.name, len(loaded.points)) if console.is_terminal else _quiet()) as bar:
-            outcomes = run_points(loaded.points, execute, workers=workers, scheduler=scheduler, cache=store,
-                                  on_outcome=lambda _o: bar.advance())
-        rows = result_rows(outcomes)
+            outcome = run_sweep(loaded, request, on_point=lambda _o: bar.advance())
+        rows, axes = outcome.rows, outcome.axes
         if json_path:
-            write_json(json_path, {"sweep": loaded.model.name, "axes": axes, "rows": rows}, inputs)
+            write_json(json_path, outcome.to_dict(), inputs)
         if csv_path:
             write_csv(csv_path, rows, inputs)
-        chosen = metric or DEFAULT_METRIC[loaded.kind]
+        chosen = metric or outcome.metric
         columns = {k for row in rows for k in row if k != "error"}
         if plot and rows and chosen not in columns:
             from simulator.errors import InputError
@@ -72,19 +63,16 @@ def register(app: typer.Typer) -> None:
         if plot:
             from simulator.reports.plots.sweep import sweep_plot
 
-            sweep_plot(rows, axes, chosen, plot, title=loaded.model.name, inputs=inputs)
+            sweep_plot(rows, axes, chosen, plot, title=outcome.name, inputs=inputs)
         from simulator.cli.common import report_console
-
         from simulator.reports.fit import fit
+        from simulator.reports.sweep_text import optional_columns, sweep_table
 
-        out = report_console(stderr=json_path == "-")
-        from simulator.reports.sweep_text import optional_columns
-
-        table = sweep_table(loaded.model.name, axes, rows, outcomes)
+        out = report_console(stderr="-" in (json_path, csv_path))  # standard output carries the data
+        table = sweep_table(outcome.name, axes, rows, outcome.outcomes)
         out.print(fit(table, out.width, optional=optional_columns(table, axes)))
-        failed = [o for o in outcomes if o.error is not None]
-        if failed:
-            for o in failed:
+        if outcome.failed:
+            for o in outcome.failed:
                 typer.echo(f"fabricsim: point {o.point.index} ({', '.join(f'{k}={v}' for k, v in o.point.axes.items())})"
                            f" failed: {o.error}", err=True)
             raise typer.Exit(1)

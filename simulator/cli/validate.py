@@ -8,9 +8,11 @@ from typing import TYPE_CHECKING, Annotated, Optional
 
 import typer
 
-from simulator.cli.common import (EngineOpt, HostsOpt, PerNodeOpt, PerRackOpt, PerTrayOpt, RanksOpt, load_fabric,
+from simulator.cli.common import (EngineOpt, HostsOpt, PerNodeOpt, PerRackOpt, PerTrayOpt, RanksOpt,
                                   placement_flags, plain_console, report_console)
 from simulator.errors import InputError
+from simulator.hardware.protocols import PROTOCOL_NAMES
+from simulator.workloads.collectives.registry import algorithm_help
 
 if TYPE_CHECKING:
     from rich.table import Table
@@ -55,9 +57,8 @@ def register(app: typer.Typer) -> None:
         run: Annotated[Optional[int], typer.Option(
             "--run", min=1, help="With --nccl-tests: only the N-th test of each log (a log may hold several; "
                                  "default: every one).")] = None,
-        algo: Annotated[str, typer.Option(help="With --nccl-tests: ring, tree, direct, nvls, hierarchical "
-                                                "or auto (as NCCL_ALGO).")] = "auto",
-        protocol: Annotated[str, typer.Option(help="With --nccl-tests: LL, LL128, Simple or auto.")] = "auto",
+        algo: Annotated[str, typer.Option(help=f"With --nccl-tests: {algorithm_help()} (as NCCL_ALGO).")] = "auto",
+        protocol: Annotated[str, typer.Option(help=f"With --nccl-tests: {', '.join(PROTOCOL_NAMES)} or auto.")] = "auto",
         engine: EngineOpt = "auto",
         in_place: Annotated[bool, typer.Option(
             "--in-place", help="With --nccl-tests: compare the in-place columns (default: out-of-place).")] = False,
@@ -69,59 +70,53 @@ def register(app: typer.Typer) -> None:
         """
         import json
 
-        from simulator.runner.validation import DEFAULT_FILE, DEFAULT_THRESHOLD_PCT
+        from simulator.runner.validate import ValidateRequest, plan_validate, run_validate
 
         logs = list(nccl_tests or []) + list(more_logs or [])
         if more_logs and not nccl_tests:
             raise InputError(f"{more_logs[0]!r}: log files need --nccl-tests (validate --nccl-tests LOG... "
                              "--topology T)", field="nccl_tests")
-        placement = placement_flags(per_rack, per_tray, per_node, ranks, hosts)
-        if logs:
-            _validate_logs(logs, topology, gpus=gpus, op=op, env=env or [], strict=strict, only=run, algo=algo,
-                           placement=placement,
-                           protocol=protocol, engine=engine, in_place=in_place,
-                           threshold=DEFAULT_THRESHOLD_PCT if threshold is None else threshold,
-                           as_json=as_json, plot=plot)
-            return
-        for flag, value in (("topology", topology), ("gpus", gpus), ("op", op), ("in_place", in_place),
-                            ("--per-rack", per_rack), ("--per-tray", per_tray), ("--per-node", per_node),
-                            ("--ranks", ranks), ("--hosts", hosts),
-                            ("env", env), ("strict", strict), ("run", run),
-                            ("algo", algo != "auto"), ("protocol", protocol != "auto"), ("engine", engine != "auto")):
-            if value:
-                raise InputError("only with --nccl-tests LOG (it sets up the simulation of a log)", field=flag)
-
-        from simulator.runner.validation import load_published, predict
-
-        threshold = DEFAULT_THRESHOLD_PCT if threshold is None else threshold
-        from simulator.shipped import find
-
-        path = Path(file) if file else find(DEFAULT_FILE, "validation")
-        entries = load_published(path)
-        root = path.resolve().parent.parent if path.resolve().parent.name == "validation" else Path.cwd()
+        request = ValidateRequest(file=file, threshold=threshold, logs=tuple(logs), topology=topology, gpus=gpus,
+                                  placement=placement_flags(per_rack, per_tray, per_node, ranks, hosts), op=op,
+                                  env=tuple(env or ()), strict=strict, run=run, algo=algo, protocol=protocol,
+                                  engine=engine, in_place=in_place)
+        if logs and plot and any(Path(plot).resolve() == Path(item).resolve() for item in [*logs, *([topology] if topology else [])]):
+            raise InputError("refusing to overwrite an input file with the plot; name another file", field="plot")
+        planned = plan_validate(request)
         console = plain_console(stderr=True)
-        with console.status("simulating published measurements") as status:
-            rows = predict(entries, root, threshold, on_row=lambda r: status.update(r["name"]))
-        failed = [r for r in rows if not r["passed"]]
+        if logs:
+            _print_warnings(planned.runs, console)
+        with console.status("simulating the logged sizes" if logs else "simulating published measurements") as status:
+            outcome = run_validate(planned, on_row=status.update)
         if as_json:
-            typer.echo(json.dumps({"threshold_pct": threshold, "rows": rows, "failed": len(failed)}))
+            typer.echo(json.dumps(outcome.to_dict()))
+        elif logs:
+            _print_logs(outcome)
         else:
-            from simulator.reports.fit import fit
-
-            out = report_console()
-            out.print(fit(_table(rows, threshold), out.width))
-            for r in failed:  # why each failing entry disagrees, then the verdict as the last line
-                out.print(f"{r['name']} ({r['error_pct']:+.1f}%): "
-                          + (r["known_gap"] or "no known reason; please report it with your setup."))
-            worst = max(rows, key=lambda r: abs(r["error_pct"]))
-            out.print(f"{len(rows) - len(failed)} of {len(rows)} within {threshold:g}%; worst: "
-                      f"{worst['name']} ({worst['error_pct']:+.1f}%).")
+            _print_published(outcome)
         if plot:
-            from simulator.reports.plots.validation import validation_plot
+            if logs:
+                _logs_plot(outcome, plot)
+            else:
+                from simulator.reports.plots.validation import validation_plot
 
-            validation_plot(rows, threshold, plot)
-        if failed:
+                validation_plot(outcome.rows, request.threshold_pct, plot)
+        if outcome.failed:
             raise typer.Exit(1)
+
+
+def _print_published(outcome) -> None:  # noqa: ANN001 - runner.validate.ValidateOutcome
+    from simulator.reports.fit import fit
+
+    rows, failed, threshold = outcome.rows, outcome.failed, outcome.request.threshold_pct
+    out = report_console()
+    out.print(fit(_table(rows, threshold), out.width))
+    for r in failed:  # why each failing entry disagrees, then the verdict as the last line
+        out.print(f"{r['name']} ({r['error_pct']:+.1f}%): "
+                  + (r["known_gap"] or "no known reason; please report it with your setup."))
+    worst = max(rows, key=lambda r: abs(r["error_pct"]))
+    out.print(f"{len(rows) - len(failed)} of {len(rows)} within {threshold:g}%; worst: "
+              f"{worst['name']} ({worst['error_pct']:+.1f}%).")
 
 
 def _table(rows: list[dict], threshold: float) -> Table:
@@ -144,110 +139,56 @@ MAX_WARNINGS_SHOWN = 100
 """Warnings printed per log (all of them go to --json)."""
 
 
-def _read_logs(logs: list[str], *, op: str | None, gpus: int | None, env: list[str], strict: bool,
-               only: int | None) -> list[NcclTestsRun]:
-    """Every test of every log (or the ``only``-th of each), the reader's warnings printed to standard error."""
+def _print_warnings(runs, console) -> None:  # noqa: ANN001
+    """The reader's warnings of each log (the first ``MAX_WARNINGS_SHOWN``), on standard error."""
     from rich.markup import escape
 
-    from simulator.workloads.traces.nccl_tests_log import parse_log
-
-    console = plain_console(stderr=True)
-    runs = []
-    for log in logs:
-        found = parse_log(log, op=op, gpus=gpus, env=env, strict=strict)
-        warnings = [w for run in found for w in run.warnings]
+    by_log: dict[str, list] = {}
+    for run in runs:
+        by_log.setdefault(run.path, []).extend(run.warnings)
+    for log, warnings in by_log.items():
         for w in warnings[:MAX_WARNINGS_SHOWN]:
             console.print(f"[yellow]warning:[/yellow] {escape(str(w))}", highlight=False, soft_wrap=True)
         if len(warnings) > MAX_WARNINGS_SHOWN:
             console.print(f"[yellow]warning:[/yellow] {escape(log)}: {len(warnings) - MAX_WARNINGS_SHOWN} more "
                           "(--json lists every one)", highlight=False, soft_wrap=True)
-        if only is not None:
-            if only > len(found):
-                raise InputError(f"--run {only}: the log holds {len(found)} test{'s' if len(found) != 1 else ''}",
-                                 file=log)
-            found = (found[only - 1],)
-        runs += found
-    return runs
 
 
-def _validate_logs(logs: list[str], topology: str | None, *, gpus: int | None, op: str | None, env: list[str],
-                   strict: bool, only: int | None, algo: str, protocol: str, engine: str, in_place: bool,
-                   threshold: float, as_json: bool, plot: str | None, placement=None) -> None:  # noqa: ANN001
-    """Every size of every nccl-tests log: measured vs predicted, a table per test, one summary."""
-    import json
+def _print_logs(outcome) -> None:  # noqa: ANN001 - runner.validate.ValidateOutcome
+    """Per test of each log: measured vs predicted, its settings from the log, its summary; then
+    the summary of every log."""
+    from simulator.reports.fit import fit
+    from simulator.runner.nccl_tests_validation import row_counts, settings_for, summarize
 
-    from simulator.runner.nccl_tests_validation import compare_run, row_counts, run_label, settings_for, summarize
-
-    if topology is None:
-        raise InputError("--nccl-tests needs --topology T, the topology YAML of the measured system",
-                         field="topology")
-    if plot and any(Path(plot).resolve() == Path(item).resolve() for item in [*logs, topology]):
-        raise InputError("refusing to overwrite an input file with the plot; name another file", field="plot")
-    runs = _read_logs(logs, op=op, gpus=gpus, env=env, strict=strict, only=only)
-    fabric = load_fabric(topology)
-    console = plain_console(stderr=True)
-    results = []
-    with console.status("simulating the logged sizes") as status:
-        for run in runs:
-            rows = compare_run(fabric, run, algo=algo, protocol=protocol, engine=engine,
-                               in_place=in_place, threshold_pct=threshold, placement=placement,
-                               on_row=lambda r, run=run: status.update(f"{run_label(run, r['ranks'])}: {r['bytes']} B"))
-            results.append((run, rows))
-    every = [r for _, rows in results for r in rows]
-    total = summarize(every)
-    failed = [r for r in every if not r["passed"]]
-    if as_json:
-        typer.echo(json.dumps({"topology": topology, "threshold_pct": threshold,
-                               "gpu_placement": placement.describe() if placement else None,
-                               "summary": total.as_dict(),
-                               "failed": len(failed),
-                               "row_counts": _total_counts(runs),
-                               "logs": [{"log": run.path, "test": run.test, "op": run.op, "op_from": run.op_from,
-                                         "ranks_in_log": run.ranks, "ranks_from": run.ranks_from,
-                                         "hosts": list(run.hosts), "gpu": list(run.gpu_names),
-                                         "nccl_version": run.nccl_version, "columns_from": run.columns_from,
-                                         "env": {k: v for k, v, _ in run.nccl_env},
-                                         "settings_from_log": list(settings_for(run, algo, protocol).notes),
-                                         "row_counts": row_counts(run).as_dict(),
-                                         "warnings": [str(w) for w in run.warnings],
-                                         "summary": summarize(rows).as_dict(),
-                                         "rows": rows} for run, rows in results]}))
-    else:
-        from simulator.reports.fit import fit
-
-        out = report_console()
-        for run, rows in results:
-            out.print(fit(_log_table(run, rows, fabric.name, in_place), out.width))
-            for note in settings_for(run, algo, protocol).notes:
-                out.print(f"  from the log: {note}", highlight=False)
-            out.print(_summary_line(summarize(rows), "  this log"), highlight=False)
-            out.print(f"  rows: {_counts_text(row_counts(run).as_dict())}", highlight=False)
-        if len(results) > 1:
-            out.print(_summary_line(total, f"all {len(results)} logs"), highlight=False)
-            out.print(f"all {len(results)} logs' rows: {_counts_text(_total_counts(runs))}", highlight=False)
-        out.print(f"{len(every) - len(failed)} of {len(every)} sizes within {threshold:g}% "
-                  "(busbw error; time error where the log's busbw is below 1 GB/s).")
-    if plot:
-        from simulator.reports.plots import busbw_vs_size
-
-        series, measured = {}, []
-        for i, (run, rows) in enumerate(results, start=1):
-            label = run_label(run, rows[0]["ranks"])
-            label += f" (test {i})" if label in series else ""
-            series[label] = _with_gaps([(r["bytes"], r["predicted_busbw_GBps"]) for r in rows])
-            measured += [(label, r["bytes"], r["measured_busbw_GBps"]) for r in rows]
-        busbw_vs_size(series, measured, path=plot, points_label="measured", line_label="fabricsim",
-                      title=f"Measured (markers) vs fabricsim on {fabric.name} (lines), "
-                            f"{'in-place' if in_place else 'out-of-place'}")
-    if failed:
-        raise typer.Exit(1)
+    request, results = outcome.request, outcome.results
+    out = report_console()
+    for run, rows in results:
+        out.print(fit(_log_table(run, rows, outcome.system, request.in_place), out.width))
+        for note in settings_for(run, request.algo, request.protocol).notes:
+            out.print(f"  from the log: {note}", highlight=False)
+        out.print(_summary_line(summarize(rows), "  this log"), highlight=False)
+        out.print(f"  rows: {_counts_text(row_counts(run).as_dict())}", highlight=False)
+    every, failed = outcome.every, outcome.failed
+    if len(results) > 1:
+        out.print(_summary_line(summarize(every), f"all {len(results)} logs"), highlight=False)
+        out.print(f"all {len(results)} logs' rows: {_counts_text(outcome.row_counts())}", highlight=False)
+    out.print(f"{len(every) - len(failed)} of {len(every)} sizes within {request.threshold_pct:g}% "
+              "(busbw error; time error where the log's busbw is below 1 GB/s).")
 
 
-def _total_counts(runs: list[NcclTestsRun]) -> dict:
-    from simulator.runner.nccl_tests_validation import row_counts
+def _logs_plot(outcome, plot: str) -> None:  # noqa: ANN001 - runner.validate.ValidateOutcome
+    from simulator.reports.plots import busbw_vs_size
+    from simulator.runner.nccl_tests_validation import run_label
 
-    keys = ("used", "skipped", "zero_bytes", "unusable")
-    return {k: sum(row_counts(run).as_dict()[k] for run in runs) for k in keys}
+    series, measured = {}, []
+    for i, (run, rows) in enumerate(outcome.results, start=1):
+        label = run_label(run, rows[0]["ranks"])
+        label += f" (test {i})" if label in series else ""
+        series[label] = _with_gaps([(r["bytes"], r["predicted_busbw_GBps"]) for r in rows])
+        measured += [(label, r["bytes"], r["measured_busbw_GBps"]) for r in rows]
+    busbw_vs_size(series, measured, path=plot, points_label="measured", line_label="fabricsim",
+                  title=f"Measured (markers) vs fabricsim on {outcome.system} (lines), "
+                        f"{'in-place' if outcome.request.in_place else 'out-of-place'}")
 
 
 def _counts_text(counts: dict) -> str:

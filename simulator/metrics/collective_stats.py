@@ -25,6 +25,13 @@ def element_count(op: str, size_bytes: int, n_gpus: int, dtype: str = "float") -
     return count // n_gpus if op in PER_RANK_COUNT_OPS else count
 
 
+def round_to_elements(op: str, nbytes: int, n_gpus: int, dtype: str = "float") -> int:
+    """``nbytes`` rounded down to whole elements (of every rank for all_gather-like ops), as
+    nccl-tests sizes its buffers: the size column is count x type bytes (x ranks)."""
+    unit = TYPE_SIZE[dtype] * (n_gpus if op in PER_RANK_COUNT_OPS else 1)
+    return max(unit, nbytes - nbytes % unit)
+
+
 def algbw_GBps(nbytes: float, time_s: float) -> float:
     """Algorithm bandwidth (GB/s, GB = 10^9 B)."""
     return nbytes / time_s / GB if time_s > 0 else 0.0

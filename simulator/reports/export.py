@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
 from simulator.errors import InputError
+from simulator.runner.tables import flatten  # noqa: F401  (one flattening: CSV columns and to_pandas)
 
 FILE_MODE = 0o644
 """Permissions of written results and figures (mkstemp's private 0600 would hide them from others)."""
@@ -182,20 +183,6 @@ def write_csv(path: str | Path, rows: Sequence[Mapping[str, Any]], inputs: Itera
     writer.writeheader()
     writer.writerows(rows)
     return write_text(path, buffer.getvalue(), inputs)
-
-
-def flatten(row: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
-    """One level of scalars: ``{"dynamic_J": {"nvlink": 1.0}}`` -> ``{"dynamic_J.nvlink": 1.0}``."""
-    out: dict[str, Any] = {}
-    for key, value in row.items():
-        name = f"{prefix}{key}"
-        if isinstance(value, Mapping):
-            out.update(flatten(value, f"{name}."))
-        elif isinstance(value, (list, tuple, set, frozenset)):
-            out[name] = ";".join(str(v) for v in (sorted(value) if isinstance(value, (set, frozenset)) else value))
-        else:
-            out[name] = value
-    return out
 
 
 def _jsonable(value: Any) -> Any:

@@ -9,8 +9,8 @@ from typing import Mapping, Sequence
 
 from rich.table import Table
 
-from simulator.metrics.collective_stats import TYPE_SIZE, element_count
-from simulator.workloads.traces.nccl_tests_log import PER_RANK_COUNT_OPS, REDUCING_OPS, ROOTED_OPS
+from simulator.metrics.collective_stats import element_count
+from simulator.workloads.traces.nccl_tests_log import REDUCING_OPS, ROOTED_OPS
 
 
 def how(row: Mapping) -> str:
@@ -35,13 +35,6 @@ def redop(op: str) -> str:
 def root_of(op: str, root: int) -> int:
     """nccl-tests' root column: the root rank for rooted ops, -1 otherwise."""
     return root if op in ROOTED_OPS else -1
-
-
-def round_to_elements(op: str, nbytes: int, n_gpus: int, dtype: str = "float") -> int:
-    """``nbytes`` rounded down to whole elements (of every rank for all_gather-like ops), as
-    nccl-tests sizes its buffers: the size column is count x type bytes (x ranks)."""
-    unit = TYPE_SIZE[dtype] * (n_gpus if op in PER_RANK_COUNT_OPS else 1)
-    return max(unit, nbytes - nbytes % unit)
 
 
 def avg_busbw(rows: Sequence[Mapping]) -> float:

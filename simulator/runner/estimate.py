@@ -77,7 +77,7 @@ def plan_sweep(fabric: Fabric, asked: str, workloads: dict[int, Workload],
                packet_for: Callable[[Workload], PacketConfig]) -> SweepPlan:
     """The plan of running ``workloads`` (size -> workload) with engine ``asked``, each with its
     packet settings ``packet_for(workload)``: ``auto`` picks one engine for all sizes, by the
-    largest (as ``runner.sweeps.sweep_engine``); the flow engine asked for counts no packet-hops."""
+    largest (``runner.sweeps.plan`` asks it for every sweep); the flow engine asked for counts no packet-hops."""
     sizes = tuple(sorted(workloads))
     if asked == "flow":  # no packets to count: nothing is announced
         return SweepPlan(engine="flow", asked=asked, units=(), sizes=sizes, packet_hops=(0,) * len(sizes))

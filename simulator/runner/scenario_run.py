@@ -22,17 +22,17 @@ import numpy as np
 from simulator.engine.dispatch import simulate
 from simulator.engine.packet import EngineObserver, PacketConfig
 from simulator.engine.transfer import Workload
-from simulator.errors import InputError
+from simulator.errors import InputError, Origin
 from simulator.metrics.bottleneck import busiest_link
 from simulator.metrics.energy import EnergyReport, energy_report
 from simulator.metrics.gpu_energy import gpu_energy
 from simulator.runner.estimate import SweepPlan
 from simulator.runner.gpu_kernels import gpu_kernels
 from simulator.runner.packet_unit import packet_config
-from simulator.runner.sweeps import SweepSpec, select_gpus, size_list, sweep, sweep_engine
+from simulator.runner.sweeps import SweepSpec, plan, select_gpus, size_list, sweep
 from simulator.hardware.faults import FaultSpec
 from simulator.topology.builder import build_fabric
-from simulator.topology.faults import ErrorAt
+from simulator.topology.faults import flag_origin
 from simulator.topology.fabric import Fabric
 from simulator.topology.routing import equal_cost_routes
 from simulator.units import GB
@@ -215,7 +215,7 @@ def _plain(value):
 def run_scenario(scenario: ScenarioModel, topologies: list[Path],
                  on_row: Callable[[str, dict], None] | None = None,
                  observer: EngineObserver | None = None, faults: Sequence[FaultSpec] = (),
-                 locate_fault: ErrorAt | None = None,
+                 origins: Sequence[Origin] | None = None,
                  on_plan: Callable[[str, str, SweepPlan], None] | None = None,
                  on_hops: Callable[[str, str, int, int], None] | None = None,
                  parts: Sequence[str | Path] = (), launch: str | None = None) -> list[SystemResult]:
@@ -226,7 +226,7 @@ def run_scenario(scenario: ScenarioModel, topologies: list[Path],
     the faults, as two systems side by side.
     ``on_plan(system, item, plan)`` hears each size sweep's engine and estimated cost before it runs,
     ``on_hops(system, item, size, packet_hops)`` a packet-engine run's progress now and then."""
-    faults, locate_fault = scenario_faults(scenario, faults, locate_fault)
+    faults, origins = scenario_faults(scenario, faults, origins)
     parts = [*scenario_parts(scenario), *parts]
     if launch is not None:
         scenario = scenario.model_copy(update={"launch": launch})
@@ -234,7 +234,7 @@ def run_scenario(scenario: ScenarioModel, topologies: list[Path],
         fabrics = []
         for topo in topologies:
             fabrics.append(build_fabric(topo, healthy=True, parts=parts))
-            degraded = build_fabric(topo, faults, locate_fault=locate_fault, parts=parts)
+            degraded = build_fabric(topo, faults, origins=origins, parts=parts)
             degraded.name = f"{degraded.name} (degraded)"
             fabrics.append(degraded)
             scenario._warnings.extend(w for w in degraded.warnings  # what the faults did (a BER taking links down)
@@ -283,23 +283,13 @@ def scenario_parts(scenario: ScenarioModel) -> list[Path]:
 
 
 def scenario_faults(scenario: ScenarioModel, flags: Sequence[FaultSpec] = (),
-                    locate_flag: ErrorAt | None = None) -> tuple[list[FaultSpec], ErrorAt | None]:
-    """The scenario's ``faults:`` followed by ``flags`` (``--fault``), and where an error about the
-    i-th of them belongs: the scenario file's FILE:LINE for its own, ``locate_flag`` for the rest."""
-    own = list(scenario.faults)
-    if not own:
-        return list(flags), locate_flag
+                    origins: Sequence[Origin] | None = None) -> tuple[list[FaultSpec], list[Origin]]:
+    """The scenario's ``faults:`` followed by ``flags`` (``--fault``), each with where it was
+    written: the scenario file's FILE:LINE for its own, ``origins`` (default: the flag) for the rest."""
     sources = scenario._sources
-
-    def locate(i: int, key: str | None, message: str) -> InputError:
-        if i >= len(own) and locate_flag is not None:
-            return locate_flag(i - len(own), key, message)
-        path = ("faults", i) + ((key,) if key else ())
-        if sources is not None and i < len(own):
-            return sources.error(path, message)
-        return InputError(message, field=".".join(map(str, path)))
-
-    return own + list(flags), locate
+    own = [Origin(sources, ("faults", i)) for i in range(len(scenario.faults))]
+    given = list(origins) if origins is not None else [flag_origin(f) for f in flags]
+    return [*scenario.faults, *flags], own + given
 
 
 def _common_engine(fabrics: list[Fabric], item, scenario: ScenarioModel, prebuilt: dict) -> str:
@@ -318,7 +308,7 @@ def _common_engine(fabrics: list[Fabric], item, scenario: ScenarioModel, prebuil
                          channels=getattr(item, "channels", None), packet_bytes=scenario.packet_bytes,
                          placement=item_placement(item))
         built = prebuilt[(index, id(item))] = {}
-        if sweep_engine(fabric, spec, built) != "packet":
+        if plan(fabric, spec, built=built).spec.engine != "packet":
             engine = "flow"
     return engine
 

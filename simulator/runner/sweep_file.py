@@ -28,9 +28,10 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-import simulator
+from simulator.version import __version__
 from simulator.errors import InputError
 from simulator.runner.cache import code_fingerprint
+from simulator.shipped import beside, not_found
 from simulator.runner.overrides import check_path, with_values
 from simulator.topology.loader import SourceMap, load_yaml
 from simulator.topology.validate import validate_model
@@ -61,6 +62,10 @@ def _size(value: Any, most: int = MAX_BYTES, what: str = "sizes") -> int:
         raise ValueError(f"{what} must be at most {most} B ({most >> 20} MiB), got {value}" if most < 1 << 40
                          else f"{what} must be at most {most} B (1 PiB), got {value}")
     return nbytes
+
+
+_ONE = {"topologies": "topology", "scenarios": "scenario"}
+"""A shipped kind's folder -> one file of it, in words."""
 
 
 class _Model(BaseModel):
@@ -176,10 +181,13 @@ def load_sweep(path: str | Path) -> Sweep:
     """Validate a sweep file and expand it; raises :class:`InputError` at FILE:LINE."""
     path = Path(path)
     if not path.is_file():
-        raise InputError("no such sweep file", file=str(path))
+        raise not_found(path, "scenarios", "sweep")
     data, sources = load_yaml(path)
     if not isinstance(data, dict):
         raise InputError("a sweep file is a mapping with name, base and axes", file=str(path), line=1)
+    if "base" not in data and ("workloads" in data or "jobs" in data):
+        raise InputError(f"is a scenario file (workloads:), not a sweep: run it with fabricsim run {path}",
+                         file=str(path), line=1)
     model = validate_model(SweepModel, data, sources)
     kind = next(k for k in BASE_KINDS if getattr(model.base, k) is not None)
     expander = _Expander(path, model, kind, sources)
@@ -207,10 +215,12 @@ class _Expander:
             self.base = {"scenario": model.base.scenario}
             self.fields, self.prefix, self.schema = {"topology", "engine", "seed"}, "scenario.", ScenarioBase
 
-    def _file(self, name: str, where: tuple) -> Path:
-        file = Path(name) if Path(name).is_absolute() else self.path.parent / name
+    def _file(self, name: str, where: tuple, kind: str = "topologies") -> Path:
+        """A file the sweep names: beside the sweep file, else a shipped ``kind`` file of that name."""
+        file = beside(name, self.path.parent, kind)
         if not file.is_file():
-            raise self.sources.error(where, f"no such file {str(file)!r}")
+            raise self.sources.error(where, f"no such file {str(file)!r} (nor a shipped {_ONE[kind]} "
+                                            "of that name: see fabricsim list)")
         return file.resolve()
 
     def _loaded(self, file: Path) -> tuple[Any, SourceMap]:
@@ -244,7 +254,7 @@ class _Expander:
     def _documents_for_paths(self) -> list[Any]:
         """The topology (bench) or scenario documents the dotted axes will be applied to."""
         if self.kind == "scenario":
-            return [self._loaded(self._file(self.base["scenario"], ("base", "scenario")))[0]]
+            return [self._loaded(self._file(self.base["scenario"], ("base", "scenario"), "scenarios"))[0]]
         names = self.model.axes.get("topology", [self.base["topology"]])
         where = ("axes", "topology") if "topology" in self.model.axes else ("base", "bench", "topology")
         return [self._loaded(self._file(str(n), where))[0] for n in names]
@@ -259,7 +269,7 @@ class _Expander:
         if self.kind == "bench" and not topologies:
             topologies = [self._file(self.base["topology"], ("base", "bench", "topology"))]
         if self.kind == "scenario":
-            files += scenario_files(self._file(self.base["scenario"], ("base", "scenario")))
+            files += scenario_files(self._file(self.base["scenario"], ("base", "scenario"), "scenarios"))
         for topo in topologies:
             files += topology_files(topo)
         return files
@@ -312,7 +322,7 @@ class _Expander:
         for i, combo in enumerate(itertools.product(*self.model.axes.values())):
             axes = dict(zip(names, combo))
             payload = self._payload(axes)
-            digest = hashlib.sha256(_canonical({"version": simulator.__version__, "code": code_fingerprint(),
+            digest = hashlib.sha256(_canonical({"version": __version__, "code": code_fingerprint(),
                                                 "inputs": payload["hashed"]}).encode()).hexdigest()
             out.append(Point(index=i, axes=axes, payload=payload, digest=digest))
         return out
@@ -334,7 +344,7 @@ class _Expander:
             return {"kind": self.kind, "spec": spec, "topology": data, "sources": sources,
                     "hashed": {"kind": self.kind, "spec": {**spec, "topology": None}, "topology": data,
                                "parts": parts}}
-        file = self._file(self.base["scenario"], ("base", "scenario"))
+        file = self._file(self.base["scenario"], ("base", "scenario"), "scenarios")
         data, sources = self._loaded(file)
         data = with_values(data, paths)
         if "topology" in fields:

@@ -15,7 +15,7 @@ from typing import Callable
 
 import numpy as np
 
-from simulator.engine.dispatch import choose_engine, simulate
+from simulator.engine.dispatch import ENGINES, simulate
 from simulator.engine.flow import FlowConfig
 from simulator.engine.packet import EngineObserver, PacketConfig
 from simulator.engine.result import RunResult
@@ -24,7 +24,7 @@ from simulator.errors import InputError, unknown_choice
 from simulator.metrics.bottleneck import busiest_link
 from simulator.metrics.collective_stats import row as nccl_row
 from simulator.metrics.energy import energy_report
-from simulator.runner.estimate import SweepPlan, plan_sweep, weighed
+from simulator.runner.estimate import SweepPlan, plan_sweep
 from simulator.runner.gpu_kernels import gpu_kernels
 from simulator.runner.packet_unit import RunUnit, choose
 from simulator.topology.fabric import Fabric, SwitchScheduling
@@ -95,12 +95,63 @@ def build_workload(fabric: Fabric, spec: SweepSpec, nbytes: int) -> Workload:
                             kernel_fixed_s=fixed)
 
 
+@dataclass(frozen=True, slots=True)
+class SizeRun:
+    """One size of a sweep as planned: its workload and packet-engine settings (and the unit
+    ``runner.packet_unit`` chose, None where nothing was chosen: a flow-engine run)."""
+
+    nbytes: int
+    workload: Workload
+    packet: PacketConfig
+    unit: RunUnit | None
+
+
+@dataclass(frozen=True, slots=True)
+class PlannedSweep:
+    """A sweep before it runs: the engine every size runs on (``plan.engine``, with what ``auto``
+    weighed and the estimated cost) and each size's run, in the order of ``SweepSpec.sizes``."""
+
+    spec: SweepSpec
+    """The spec with ``engine`` resolved: what every size runs with."""
+    plan: SweepPlan
+    runs: tuple[SizeRun, ...]
+
+
+def plan(fabric: Fabric, spec: SweepSpec, observed: bool = False,
+         built: dict[int, Workload] | None = None) -> PlannedSweep:
+    """The one way a sweep is planned (with or without progress display, observer or callbacks):
+    every size's workload built (or taken from ``built``, and left there for a later plan), its packet unit chosen once
+    (``runner.packet_unit``; ``observed``: fine packets for an observer), and for ``auto`` one engine
+    for all sizes, by the largest (``runner.estimate.plan_sweep``), so rows of one sweep never mix
+    engines."""
+    if spec.engine not in ENGINES:
+        raise unknown_choice("engine", spec.engine, ENGINES, field="engine")
+    if spec.op in OPS and spec.gpus < 2:
+        raise InputError(f"{spec.op} is a collective: it needs at least 2 GPUs, got {spec.gpus}", field="gpus")
+    built = built if built is not None else {}
+    workloads = {nbytes: built.get(nbytes) or build_workload(fabric, spec, nbytes) for nbytes in spec.sizes}
+    built.update(workloads)
+    choices = {nbytes: _packet_choice(fabric, spec, w, observed) for nbytes, w in workloads.items()}
+    by_id = {id(workloads[n]): choices[n][0] for n in workloads}
+    estimate = plan_sweep(fabric, spec.engine, workloads, lambda w: by_id[id(w)])
+    resolved = replace(spec, engine=estimate.engine) if spec.sizes else spec
+    runs = []
+    for nbytes in spec.sizes:
+        packet, unit = choices[nbytes]
+        if resolved.engine == "flow" and spec.packet_bytes is None:
+            packet, unit = PacketConfig(seed=spec.seed), None  # no packets: no unit
+        runs.append(SizeRun(nbytes, workloads[nbytes], packet, unit))
+    return PlannedSweep(spec=resolved, plan=estimate, runs=tuple(runs))
+
+
 def run_one(fabric: Fabric, workload: Workload, spec: SweepSpec,
             observer: EngineObserver | None = None,
-            progress: Callable[[int], None] | None = None) -> tuple[dict, RunResult]:
+            progress: Callable[[int], None] | None = None,
+            choice: tuple[PacketConfig, RunUnit | None] | None = None) -> tuple[dict, RunResult]:
     """Simulate one workload; its row and the raw result (``observer`` sees packet-engine runs,
-    ``progress`` gets their packet-hops so far now and then)."""
-    packet, unit = _packet_choice(fabric, spec, workload, observer is not None)
+    ``progress`` gets their packet-hops so far now and then; ``choice``: the packet settings and
+    unit already chosen by :func:`plan`, else chosen here)."""
+    packet, unit = choice or _packet_choice(fabric, spec, workload, observer is not None)
     result = simulate(fabric, workload, engine=spec.engine, packet=packet, flow=FlowConfig(), observer=observer,
                       progress=progress)
     energy = energy_report(fabric, result)
@@ -138,49 +189,29 @@ def measure(fabric: Fabric, workload: Workload, spec: SweepSpec, observer: Engin
     return run_one(fabric, workload, spec, observer)[0]
 
 
-def sweep_engine(fabric: Fabric, spec: SweepSpec, built: dict[int, Workload] | None = None) -> str:
-    """The engine ``auto`` picks for a whole sweep: by its largest size (that workload is left in
-    ``built`` for reuse)."""
-    if spec.engine != "auto":
-        return spec.engine
-    largest = max(spec.sizes)
-    workload = build_workload(fabric, spec, largest)
-    if built is not None:
-        built[largest] = workload
-    return choose_engine(fabric, workload, weighed(_packet_choice(fabric, spec, workload)[0]))
-
-
 def sweep(fabric: Fabric, spec: SweepSpec, on_row: Callable[[dict], None] | None = None,
           observer: EngineObserver | None = None,
           on_result: Callable[[Workload, RunResult], None] | None = None,
           built: dict[int, Workload] | None = None,
           on_plan: Callable[[SweepPlan], None] | None = None,
           on_hops: Callable[[int, int], None] | None = None) -> list[dict]:
-    """One row per size, in size order; ``on_row`` is called after each (progress bars),
-    ``on_hops(size, packet_hops)`` now and then during a packet-engine run,
-    ``on_result`` with the raw run (plots that need per-channel data), ``on_plan`` once before the
-    first run with the engine and estimated cost (every size is built first for it).
-    ``engine="auto"`` picks one engine for the whole sweep, by its largest size, so rows of one
-    sweep never mix engines."""
-    rows = []
-    built = built if built is not None else {}
-    """Workloads already built for some sizes (by ``sweep_engine``), used once each."""
+    """One row per size, in the order of ``spec.sizes``, planned by :func:`plan` whatever the
+    callbacks: ``on_plan`` hears the plan once before the first run (engine and estimated cost),
+    ``on_row`` each row (progress bars), ``on_hops(size, packet_hops)`` a packet-engine run's progress
+    now and then, ``on_result`` the raw run (plots that need per-channel data). None of them changes
+    what runs."""
+    planned = plan(fabric, spec, observer is not None, built)
+    for nbytes in spec.sizes:  # each workload runs once: ``built`` does not keep it alive after
+        (built or {}).pop(nbytes, None)
     if on_plan and spec.sizes:
-        for nbytes in spec.sizes:
-            built.setdefault(nbytes, build_workload(fabric, spec, nbytes))
-        plan = plan_sweep(fabric, spec.engine, {s: built[s] for s in spec.sizes},
-                          lambda w: _packet_choice(fabric, spec, w, observer is not None)[0])
-        spec = replace(spec, engine=plan.engine)
-        on_plan(plan)
-    if spec.engine == "auto" and spec.sizes:
-        spec = replace(spec, engine=sweep_engine(fabric, spec, built))
-    for nbytes in spec.sizes:
-        workload = built.pop(nbytes, None) or build_workload(fabric, spec, nbytes)
-        hops = (lambda done, size=nbytes: on_hops(size, done)) if on_hops else None
-        row, result = run_one(fabric, workload, spec, observer, hops)
+        on_plan(planned.plan)
+    rows = []
+    for run in planned.runs:
+        hops = (lambda done, size=run.nbytes: on_hops(size, done)) if on_hops else None
+        row, result = run_one(fabric, run.workload, planned.spec, observer, hops, (run.packet, run.unit))
         rows.append(row)
         if on_row:
             on_row(row)
         if on_result:
-            on_result(workload, result)
+            on_result(run.workload, result)
     return rows

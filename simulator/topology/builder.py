@@ -16,7 +16,7 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any, Callable, Sequence
 
-from simulator.errors import InputError
+from simulator.errors import InputError, Origin
 from simulator.hardware.faults import FaultSpec
 
 from simulator.hardware.kernels import has_kernel_section, load_kernel_table
@@ -24,7 +24,7 @@ from simulator.hardware.yamlfile import YamlFile
 from simulator.hardware.catalog import (CablePart, Catalog, DevicePart, HardwareError, LinkGeneration,
                                         RetimerPart, check_retimers, load_catalog)
 from simulator.topology.fabric import DEVICE_POWER_KEY, Channel, CreditSpec, Fabric, Node, SwitchScheduling
-from simulator.topology.faults import ErrorAt, apply_faults, timed_faults
+from simulator.topology.faults import apply_faults, flag_origin, timed_faults
 from simulator.topology.loader import Path_, SourceMap, load_yaml
 from simulator.topology.patterns import pairs, select
 from simulator.topology.schema import DeviceSpec, LinkSpec, TopologyModel
@@ -67,13 +67,13 @@ class _Links:
 
 
 def build_fabric(model_or_path: TopologyModel | str | Path, faults: Sequence[FaultSpec] = (), *,
-                 healthy: bool = False, locate_fault: ErrorAt | None = None,
+                 healthy: bool = False, origins: Sequence[Origin] | None = None,
                  parts: Sequence[str | Path] = ()) -> Fabric:
     """Build the fabric of a topology model or file; raises ``InputError`` on bad input.
 
     The file's ``faults:`` and then ``faults`` (from ``--fault``) are applied to the built fabric
     (``topology.faults``); ``healthy=True`` ignores both (the baseline a report compares with).
-    ``locate_fault(i, key, message)`` places an error about ``faults[i]`` (default: the ``--fault`` flag).
+    ``origins[i]``: where ``faults[i]`` was written (``errors.Origin``; default: the ``--fault`` flag).
     ``parts`` (``--parts``) are parts or calibration files applied after the topology's own."""
     model = model_or_path if isinstance(model_or_path, TopologyModel) else load_topology(model_or_path)
     sources = model.sources or SourceMap(file=f"<topology {model.name}>")
@@ -89,13 +89,11 @@ def build_fabric(model_or_path: TopologyModel | str | Path, faults: Sequence[Fau
     fabric.warnings.extend(warnings)
     if healthy:
         return fabric
-    in_file: ErrorAt = lambda i, key, msg: sources.error(("faults", i) + ((key,) if key else ()), msg)
-    in_flags: ErrorAt = locate_fault or (lambda i, key, msg: InputError(f"{faults[i].describe()}: {msg}",
-                                                                         field="--fault"))
-    fabric = apply_faults(fabric, model.faults, in_file)
-    fabric = apply_faults(fabric, list(faults), in_flags)
-    return timed_faults(fabric, [(f, i, in_file) for i, f in enumerate(model.faults)] +
-                        [(f, i, in_flags) for i, f in enumerate(faults)])
+    own = [Origin(sources, ("faults", i)) for i in range(len(model.faults))]
+    given = list(origins) if origins is not None else [flag_origin(f) for f in faults]
+    fabric = apply_faults(fabric, model.faults, own)
+    fabric = apply_faults(fabric, list(faults), given)
+    return timed_faults(fabric, [*model.faults, *faults], own + given)
 
 
 # --- catalog -------------------------------------------------------------------------------------

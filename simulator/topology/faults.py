@@ -26,14 +26,20 @@ from typing import Callable, Sequence
 import networkx as nx
 import numpy as np
 
-from simulator.errors import InputError
+from simulator.errors import InputError, Origin
 from simulator.hardware.faults import FaultSpec
 from simulator.hardware.retry import link_down, retry_parts, retry_point, unusable_ber
 from simulator.topology.fabric import DEVICE_POWER_KEY, Channel, Fabric
 from simulator.units import format_seconds
 
 ErrorAt = Callable[[int, str | None, str], InputError]
-"""(fault index, key or None, message) -> the error to raise, located where the fault was written."""
+"""(fault index, key or None, message) -> the error to raise: ``origins[i].error(message, key)``,
+the one placement rule (``errors.Origin``), inside this module."""
+
+def flag_origin(fault: FaultSpec, flag: str = "--fault") -> Origin:
+    """Where a fault given on the command line was written: the flag, the fault in its own words."""
+    return Origin(flag=flag, label=fault.describe())
+
 
 SWITCH_KINDS = ("switch", "pcie_switch", "nic")
 """Node kinds ``switch_down`` may take down."""
@@ -47,10 +53,12 @@ def _shown(names: Sequence[str], limit: int = 6) -> str:
     return ", ".join(names[:limit]) + (", ..." if len(names) > limit else "")
 
 
-def apply_faults(fabric: Fabric, faults: Sequence[FaultSpec], error_at: ErrorAt) -> Fabric:
-    """A new fabric with ``faults`` applied (``fabric`` is left as it was); no faults: ``fabric``."""
+def apply_faults(fabric: Fabric, faults: Sequence[FaultSpec], origins: Sequence[Origin]) -> Fabric:
+    """A new fabric with ``faults`` applied (``fabric`` is left as it was); no faults: ``fabric``.
+    ``origins[i]``: where ``faults[i]`` was written (its errors are placed there)."""
     if not any(f.at is None for f in faults):
         return fabric
+    error_at: ErrorAt = lambda i, key, message: origins[i].error(message, key)  # noqa: E731
     alive: dict[int, Channel] = {c.id: c for c in fabric.channels}
     removed: set[str] = set()
     for i, fault in enumerate(faults):
@@ -115,25 +123,20 @@ class FabricChange:
     """Channel id in ``fabric`` -> id of the same channel in the fabric the run started on."""
 
 
-def timed_faults(fabric: Fabric, faults: Sequence[tuple[FaultSpec, int, ErrorAt]]) -> Fabric:
-    """``fabric`` (left as it was) with ``changes`` for the faults that have an ``at`` (each with its
-    index and where its errors belong), checked now so that a bad one fails before any run."""
-    timed = sorted((f.at, k) for k, (f, _, _) in enumerate(faults) if f.at is not None)
+def timed_faults(fabric: Fabric, faults: Sequence[FaultSpec], origins: Sequence[Origin]) -> Fabric:
+    """``fabric`` (left as it was) with ``changes`` for the faults that have an ``at`` (``origins[i]``:
+    where ``faults[i]`` was written), checked now so that a bad one fails before any run."""
+    timed = sorted((f.at, k) for k, f in enumerate(faults) if f.at is not None)
     if not timed:
         return fabric
     out = dataclasses.replace(fabric, faults=list(fabric.faults), warnings=list(fabric.warnings), changes=[])
     key = {(c.src, c.dst, c.link): c.id for c in fabric.channels}
     for at_s in sorted({at for at, _ in timed}):
         upto = [k for at, k in timed if at <= at_s]
-        specs = [faults[k][0].model_copy(update={"at": None}) for k in upto]
-
-        def error_at(j: int, field: str | None, message: str, upto=upto) -> InputError:
-            spec, i, locate = faults[upto[j]]
-            return locate(i, field, message)
-
-        after = apply_faults(fabric, specs, error_at)
+        specs = [faults[k].model_copy(update={"at": None}) for k in upto]
+        after = apply_faults(fabric, specs, [origins[k] for k in upto])
         original = np.array([key[(c.src, c.dst, c.link)] for c in after.channels], dtype=np.int64)
-        now = tuple(faults[k][0].describe() for at, k in timed if at == at_s)
+        now = tuple(faults[k].describe() for at, k in timed if at == at_s)
         out.changes.append(FabricChange(at_s, now, after, original))
         out.faults.extend(now)
         out.warnings.extend(f"from {format_seconds(at_s)} on: {w}" for w in after.warnings if w not in fabric.warnings)

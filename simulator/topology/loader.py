@@ -18,7 +18,7 @@ from typing import Any
 
 import yaml
 
-from simulator.errors import InputError
+from simulator.errors import InputError, format_path  # noqa: F401  (format_path: also imported from here)
 from simulator.hardware.yamlfile import compose, read_text
 
 Path_ = tuple[str | int, ...]
@@ -27,17 +27,6 @@ Path_ = tuple[str | int, ...]
 EXTENDS_KEY = "extends"
 MAX_EXTENDS_DEPTH = 8
 """Longest ``extends`` chain accepted (a loop is reported before this is reached)."""
-
-
-def format_path(path: Path_) -> str:
-    """``("links", 2, "cable", "length")`` -> ``links[2].cable.length``."""
-    out = ""
-    for part in path:
-        if isinstance(part, int):
-            out += f"[{part}]"
-        else:
-            out += f".{part}" if out else str(part)
-    return out
 
 
 @dataclass(slots=True)

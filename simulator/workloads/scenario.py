@@ -34,12 +34,15 @@ from typing import Annotated, Any, ClassVar, Literal, Union
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, model_validator
 
 from simulator.errors import InputError, raise_all
+from simulator.shipped import beside as shipped_beside
 from simulator.hardware.faults import FaultSpec
+from simulator.hardware.protocols import IDEAL, PROTOCOL_NAMES
 from simulator.topology.fabric import Fabric
 from simulator.topology.loader import load_yaml
 from simulator.topology.placement import Placement
 from simulator.topology.validate import validate_model
 from simulator.workloads.attention.layer import DEFAULT_STACK, LAYER_STACKS
+from simulator.workloads.collectives import ALGORITHM_NAMES
 from simulator.workloads.attention.model import DTYPE_BYTES, ModelShape
 
 
@@ -194,8 +197,8 @@ class CollectiveItem(_Item):
     placement: PlacementSpec | None = None
     """Which GPUs (below); default the first ``gpus`` in rank order."""
     sizes: Sizes = "1M:1G"
-    algo: Literal["auto", "ring", "tree", "direct", "nvls", "hierarchical"] = "auto"
-    protocol: Literal["auto", "LL", "LL128", "Simple", "ideal"] = "auto"
+    algo: Literal[("auto", *ALGORITHM_NAMES)] = "auto"  # type: ignore[valid-type]
+    protocol: Literal[("auto", *PROTOCOL_NAMES, IDEAL)] = "auto"  # type: ignore[valid-type]
     channels: int | None = Field(default=None, ge=1, le=64)
     """NCCL channels (CTAs) per call, like NCCL_MIN_NCHANNELS=NCCL_MAX_NCHANNELS; default: NCCL's choice."""
 
@@ -407,12 +410,16 @@ def load_scenario(path: str | Path) -> tuple[ScenarioModel, list[Path]]:
     data, sources = load_yaml(path)
     if not isinstance(data, dict):
         raise InputError("a scenario file is a mapping of keys", file=str(path), line=1)
+    if {"base", "axes"} <= set(data) and "workloads" not in data:
+        raise InputError(f"is a sweep file (base: and axes:), not a scenario: run it with fabricsim sweep {path}",
+                         file=str(path), line=1)
     scenario = validate_model(ScenarioModel, data, sources)
     topologies = []
     for i, name in enumerate(scenario.topologies):
-        topo = (path.parent / name) if not Path(name).is_absolute() else Path(name)
+        topo = shipped_beside(name, path.parent, "topologies")  # a file beside the scenario, or a shipped name
         if not topo.is_file():
-            raise sources.error(("topologies", i), f"no such topology file {str(topo)!r}")
+            raise sources.error(("topologies", i), f"no such topology file {str(topo)!r} "
+                                                   "(nor a shipped topology of that name: see fabricsim list)")
         topologies.append(topo)
     _check_job_ranks(scenario, sources)
     raise_all(value_problems(scenario, sources))
@@ -444,7 +451,8 @@ def scenario_files(path: str | Path, topologies: list[str | Path] | None = None)
                 files += trace_files(beside(item["chakra"]))
             except InputError:
                 pass  # load_scenario reports it at the item's line
-    for topo in topologies if topologies is not None else [beside(t) for t in _list(data.get("topologies"))]:
+    for topo in topologies if topologies is not None else [shipped_beside(t, path.parent, "topologies")
+                                                           for t in _list(data.get("topologies"))]:
         if Path(topo).is_file():
             files += topology_files(topo)
     return files
