@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Annotated, Optional
 
 import typer
 
+from simulator.engine.dispatch import ENGINES
 from simulator.errors import InputError
 from simulator.topology.switch_designs import (CROSSBAR_MODES, DESIGN_NAMES, QUEUEINGS, crossbar_help,
                                                switch_design_help)
@@ -15,7 +16,7 @@ if TYPE_CHECKING:  # the CLI imports the model only when a command runs (fast --
     from rich.console import Console
     from simulator.topology.fabric import SwitchScheduling
 
-EngineOpt = Annotated[str, typer.Option(help="packet, flow, or auto (flow for very large runs).")]
+EngineOpt = Annotated[str, typer.Option(help=f"{', '.join(ENGINES[:-1])}, or auto (flow for very large runs).")]
 PacketBytesOpt = Annotated[Optional[int], typer.Option(
     help="Packet engine transfer unit in bytes (payload per packet); default, per run: the largest "
          "packet that keeps every credit loop the run crosses exact (16 KiB for NVLS on NVL72, 8 KiB "

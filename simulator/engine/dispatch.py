@@ -20,7 +20,8 @@ from simulator.topology.fabric import Fabric
 from simulator.topology.routing import equal_cost_routes
 
 EngineName = Literal["packet", "flow", "auto"]
-ENGINES = ("packet", "flow", "auto")
+"""``packet``: every packet and credit; ``flow``: max-min fair flows; ``auto``: by estimated packet-hops."""
+ENGINES: tuple[str, ...] = EngineName.__args__  # type: ignore[attr-defined]
 
 AUTO_PACKET_HOP_BUDGET = 300_000
 """Above this many estimated packet-hops ``auto`` uses the flow engine. Assumption: a few seconds is

@@ -24,11 +24,13 @@ from simulator.errors import InputError
 from simulator.runner.sweeps import SweepSpec, select_gpus, sweep
 from simulator.topology.fabric import Fabric
 from simulator.topology.placement import Placement
+from simulator.hardware.protocols import PROTOCOL_NAMES
+from simulator.workloads.collectives import ALGORITHMS
 from simulator.workloads.collectives import OPS as SIMULATED_OPS
 from simulator.workloads.traces.nccl_tests_log import NcclTestsRun
 
-NCCL_ALGO_NAMES = {"ring": "ring", "tree": "tree", "nvls": "nvls"}
-NCCL_PROTO_NAMES = {"ll": "LL", "ll128": "LL128", "simple": "Simple"}
+NCCL_ALGO_NAMES = {r.nccl_algo.lower(): r.name for r in ALGORITHMS.values() if r.nccl_algo}
+NCCL_PROTO_NAMES = {p.lower(): p for p in PROTOCOL_NAMES}
 """NCCL_ALGO / NCCL_PROTO values (case-insensitive, as NCCL reads them) that name one fabricsim
 algorithm or protocol; lists, exclusions (``^NVLS``) and other algorithms leave the choice to the tuner."""
 
@@ -112,7 +114,8 @@ def settings_for(run: NcclTestsRun, algo: str = "auto", protocol: str = "auto") 
         found = run.setting(var)
         if found is None:
             continue
-        if var == "NCCL_NVLS_ENABLE" and algo not in ("auto", "nvls"):
+        record = ALGORITHMS.get(algo)
+        if var == "NCCL_NVLS_ENABLE" and record is not None and not record.nccl_algo.startswith("NVLS"):
             notes.append(f"{var}={found[0]} ({_where(found[1])}): no matter here, the algorithm is {algo}")
         else:
             notes.append(f"{var}={found[0]} ({_where(found[1])}): not applied; {why}")

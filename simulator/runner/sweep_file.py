@@ -24,10 +24,11 @@ import itertools
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from simulator.engine.dispatch import EngineName
 from simulator.version import __version__
 from simulator.errors import InputError
 from simulator.runner.cache import code_fingerprint
@@ -84,7 +85,7 @@ class BenchBase(_Model):
     """Message size: 64M, 1G or bytes (nccl-tests convention)."""
     algo: str = "auto"
     protocol: str = "auto"
-    engine: Literal["packet", "flow", "auto"] = "auto"
+    engine: EngineName = "auto"
     packet_bytes: int | None = Field(None, ge=64)
     seed: int = 0
 
@@ -115,7 +116,7 @@ class ScenarioBase(_Model):
     scenario: str
     """Scenario file, relative to the sweep file."""
     topology: str | None = None
-    engine: Literal["packet", "flow", "auto"] | None = None
+    engine: EngineName | None = None
     seed: int | None = None
 
 

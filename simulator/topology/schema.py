@@ -23,6 +23,7 @@ from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, PrivateAttr,
 
 from simulator.hardware.faults import FaultSpec
 from simulator.topology.fabric import AllocatorName, CrossbarMode
+from simulator.topology.switch_designs import Queueing
 from simulator.units import parse_quantity
 
 Pattern = Literal["all", "one_to_one", "blocks", "round_robin"]
@@ -100,7 +101,7 @@ class SchedulingSpec(_Model):
     """Request-grant-accept rounds per cell time (matching crossbar)."""
     speedup: float | None = Field(default=None, gt=0)
     """Crossbar speedup: matchings per cell time (matching), or how much faster an input feeds the crossbar than the link (output)."""
-    queueing: Literal["voq", "fifo"] | None = None
+    queueing: Queueing | None = None
     """Input buffers: virtual output queues, or one FIFO per VC (head-of-line blocking)."""
     output_queue_packets: int | None = Field(default=None, ge=1)
     """Matching crossbar: packets each output queue (per VC) holds after the crossbar."""

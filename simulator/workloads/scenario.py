@@ -35,6 +35,7 @@ from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, model_validator
 
 from simulator.errors import InputError, raise_all
 from simulator.shipped import beside as shipped_beside
+from simulator.engine.dispatch import EngineName
 from simulator.hardware.faults import FaultSpec
 from simulator.hardware.protocols import IDEAL, PROTOCOL_NAMES
 from simulator.topology.fabric import Fabric
@@ -43,6 +44,7 @@ from simulator.topology.placement import Placement
 from simulator.topology.validate import validate_model
 from simulator.workloads.attention.layer import DEFAULT_STACK, LAYER_STACKS
 from simulator.workloads.collectives import ALGORITHM_NAMES
+from simulator.workloads.collectives.ops import OPS
 from simulator.workloads.attention.model import DTYPE_BYTES, ModelShape
 
 
@@ -188,8 +190,7 @@ PLACEMENT_NAMES = {"per_rack": "placement.per_rack", "per_tray": "placement.per_
 class CollectiveItem(_Item):
     kind: Literal["collective"]
     name: str
-    op: Literal["all_reduce", "all_gather", "reduce_scatter", "alltoall", "broadcast", "reduce", "gather", "scatter",
-                "sendrecv"]
+    op: Literal[OPS]  # type: ignore[valid-type]
     """Collective operation (nccl-tests size convention: see model.md); rooted ops use rank 0 as root."""
     gpus: int | None = Field(default=None, ge=2)
     """GPUs of the topology, the first N in rank order unless ``placement`` says where; default all
@@ -335,7 +336,7 @@ class ScenarioModel(_Item):
     description: str = ""
     topologies: list[str] = Field(min_length=1)
     """Topology files (relative to the scenario file); two or more make a comparison."""
-    engine: Literal["packet", "flow", "auto"] = "auto"
+    engine: EngineName = "auto"
     seed: int = 0
     packet_bytes: int | None = Field(default=None, ge=64)
     """Packet engine transfer unit (B); unset: chosen per run, the largest packet that keeps every

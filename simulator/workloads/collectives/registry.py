@@ -52,6 +52,10 @@ class AlgorithmRecord:
     rail_aware: bool = False
     """Its channels take rail-aware orders on multi-node fabrics (``rails.py``), so its default CTA
     count is rounded to a multiple of the GPUs per node there (``rails.rail_channels``)."""
+    nccl_algo: str = ""
+    """The NCCL_ALGO value naming this algorithm (NCCL src/enqueue.cc, ``ncclAlgoStr``: Tree, Ring,
+    CollNetDirect, CollNetChain, NVLS, NVLSTree, PAT; case-insensitive as NCCL reads it), so a logged
+    run's setting maps to it; "": NCCL has no algorithm of that one name."""
     table_row: str = ""
     """The protocol table's algorithm row (``parts/protocols.yaml``) giving the protocols it runs and
     its base and step latencies; "": its own name."""

@@ -186,6 +186,6 @@ def build(spec: CollectiveSpec, dag: DagBuilder) -> None:
 
 RECORD = AlgorithmRecord(
     "ring", OPS, build, "NCCL Ring: each rank sends to its successor, every channel around its own ring",
-    ctas=CtaRule(ll_per_rank=True), rail_aware=True)
+    ctas=CtaRule(ll_per_rank=True), rail_aware=True, nccl_algo="Ring")
 """Ring's rules: NCCL's collective channels, fewer for small calls (LL's threshold per rank);
 rail-aware rings on multi-node fabrics; ``auto`` considers it everywhere."""

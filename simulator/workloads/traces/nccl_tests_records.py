@@ -10,11 +10,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from simulator.workloads.collectives.ops import OPS as SIMULATED_OPS
 from simulator.workloads.collectives.ops import WHOLE_ARRAY_OPS
 
-OPS = ("all_reduce", "all_gather", "reduce_scatter", "alltoall", "broadcast", "sendrecv",
-       "reduce", "gather", "scatter")
-"""Operations of nccl-tests this reader knows (binary ``<op>_perf``)."""
+OPS = SIMULATED_OPS
+"""Operations of nccl-tests this reader knows (binary ``<op>_perf``): the collectives fabricsim
+simulates (``collectives.ops.OPS``), each an nccl-tests binary of that name."""
 
 PER_RANK_COUNT_OPS = WHOLE_ARRAY_OPS
 """Ops whose printed size is the whole array: size = count x ranks x type bytes (the others:
