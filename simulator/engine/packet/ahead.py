@@ -11,11 +11,12 @@ direction carries no responses for it, ``PacketNetwork._exclusive``.)
 When a packet's remaining route is exclusive from hop ``i`` on (its *suffix*), the port that sends it
 over hop ``i - 1`` already knows everything that decides the rest of its trip: the packet lands at
 ``t_ready``; the next port sends it at ``max(t_ready, busy_until, crossbar read free)`` if its
-credits fit, and credits only ever come back, so credits that fit with the returns known now also fit
-with those still to be made. So the port sends it on at once, hop after hop, instead of scheduling
-an arrival event per hop (``OutputPort.take_ahead``). Where credits do not fit yet, or an earlier
-packet of the stream is still queued or on its way there by event (``InputBuffer.pending``), the
-packet falls back to its arrival event at that hop, and everything after it waits in order.
+credits fit (``OutputPort.start_time``: the same rule ``kick`` applies), and credits only ever come
+back, so credits that fit with the returns known now also fit with those still to be made. So the
+port sends it on at once, hop after hop, instead of scheduling an arrival event per hop
+(``OutputPort.take_ahead``). Where credits do not fit yet, or an earlier packet of the stream is
+still queued or on its way there by event (``InputBuffer.pending``), the packet falls back to its
+arrival event at that hop, and everything after it waits in order.
 
 The result is the same simulation: the same send times on every channel, the same credit counts,
 the same deliveries, to the engine's time tolerance (``EPS_S``; ``tests/test_engine_ahead.py``

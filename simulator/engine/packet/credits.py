@@ -22,7 +22,7 @@ def credits_for(wire_bytes: int, credit_bytes: int) -> int:
 class StaticCredits:
     """Sender-side credit counter with a static equal partition of the buffer across VCs."""
 
-    __slots__ = ("total", "cap", "used", "violations", "peak")
+    __slots__ = ("total", "cap", "used", "room", "violations", "peak")
 
     def __init__(self, total_credits: int, vcs: int, vc_min: int = 0) -> None:
         self.total = total_credits
@@ -31,17 +31,21 @@ class StaticCredits:
         """Credits each VC owns."""
         self.used = [0] * vcs
         """Credits in use per VC: sent and not yet returned."""
+        self.room = [self.cap] * vcs
+        """Per VC: credits it may take now (``fits(vc, k)`` is ``room[vc] >= k``), kept by ``take``
+        and ``give``; the hot path reads it without a call (``OutputPort.start_time``)."""
         self.violations: list[str] = []
         self.peak = 0
         """Most credits ever in use on one VC (for reports)."""
 
     def fits(self, vc: int, k: int) -> bool:
         """True if ``k`` more credits may be taken on ``vc``."""
-        return self.used[vc] + k <= self.cap
+        return self.room[vc] >= k
 
     def take(self, vc: int, k: int) -> None:
         used = self.used[vc] + k
         self.used[vc] = used
+        self.room[vc] = self.cap - used
         if used > self.peak:
             self.peak = used
             if used > self.cap:
@@ -50,6 +54,7 @@ class StaticCredits:
     def give(self, vc: int, k: int) -> None:
         used = self.used[vc] - k
         self.used[vc] = used
+        self.room[vc] = self.cap - used
         if used < 0:
             self.violations.append(f"vc{vc}: credits returned beyond the buffer ({-used} too many)")
 
@@ -74,18 +79,25 @@ class SharedCredits(StaticCredits):
         """Credits shared by all VCs above their minimum."""
         self.pool_used = 0
         self.cap = total_credits
+        self._refresh()
 
     def _over(self, used: int) -> int:
         return used - self.vc_min if used > self.vc_min else 0
 
-    def fits(self, vc: int, k: int) -> bool:
-        used = self.used[vc]
-        return self.pool_used + self._over(used + k) - self._over(used) <= self.pool
+    def _refresh(self) -> None:
+        """Recompute ``room`` of every VC: what is left of its own minimum plus the free pool
+        (-1 for every VC while the pool is over-used, a violation: nothing fits)."""
+        free = self.pool - self.pool_used
+        vc_min = self.vc_min
+        room = self.room
+        for vc, used in enumerate(self.used):
+            room[vc] = (vc_min - used if used < vc_min else 0) + free if free >= 0 else -1
 
     def take(self, vc: int, k: int) -> None:
         used = self.used[vc]
         self.pool_used += self._over(used + k) - self._over(used)
         super().take(vc, k)
+        self._refresh()
         if self.pool_used > self.pool:
             self.violations.append(f"shared pool: {self.pool_used} credits in use > {self.pool}")
 
@@ -93,6 +105,7 @@ class SharedCredits(StaticCredits):
         used = self.used[vc]
         self.pool_used += self._over(used - k) - self._over(used)
         super().give(vc, k)
+        self._refresh()
 
     def available(self) -> int:
         return self.total - sum(self.used)

@@ -33,6 +33,7 @@ from simulator.topology.fabric import Channel
 
 if TYPE_CHECKING:
     from simulator.engine.packet.arbiters import Arbiter
+    from simulator.engine.packet.requester import CrossbarRead
 
 EPS_S = 1e-15
 """Time tolerance (s): sums of the same delays in a different order differ by float rounding."""
@@ -102,8 +103,8 @@ class OutputPort:
 
     __slots__ = ("cid", "name", "events", "ledger", "eager", "down", "spb", "latency", "node_latency",
                  "next_latency", "credits", "batcher", "credit_bytes", "full_wire", "costs", "max_k",
-                 "max_bytes", "ret_lag", "rets", "ret_i", "ret_due", "ret_last", "back", "batched", "busy_until", "wake_at",
-                 "stall_since", "stall_s", "busy_s", "bytes", "reqs", "shared", "arbiter", "speedup",
+                 "max_bytes", "ret_lag", "rets", "ret_i", "ret_due", "ret_last", "back", "batched", "busy_until",
+                 "wake_at", "stall_since", "stall_s", "busy_s", "bytes", "reqs", "shared", "arbiter", "speedup",
                  "cut_through", "vc_at", "obs", "spare", "reverse", "response_spb")
 
     def __init__(self, channel: Channel, *, events: EventQueue, ledger: DeliveryLedger, eager: bool,
@@ -308,7 +309,6 @@ class OutputPort:
         if self.obs is not None and self.ret_due <= soon:
             self._absorb(soon)  # observed: the credit timeline shows every update as it lands
         # requesters whose head may go now: its input's crossbar read is free and its credits fit
-        credits = self.credits
         chosen = None
         cands = None
         xbar_next = INF
@@ -317,20 +317,18 @@ class OutputPort:
             p = r.head
             if p is None:
                 continue
-            xbar = r.inbuf.xbar
-            if xbar > soon:
+            inbuf = r.inbuf
+            xbar = inbuf.xbar
+            if xbar > soon:  # its input feeds another output: it asks again when that is done
                 if xbar < xbar_next:
                     xbar_next = xbar
                 continue
-            # the packet's VC on this channel and its credits (``cost``)
+            # the packet's VC on this channel and its credits (``cost``); it may go now (``start_time``)
             vc = self.vc_at[p.hop + 1]
             k = self.costs[p.wire][0]
-            if not credits.fits(vc, k):
-                if self.ret_due <= soon:  # credits came back since the last look
-                    self._absorb(soon)
-                if not credits.fits(vc, k):
-                    starved = True
-                    continue
+            if self.start_time(now, inbuf, vc, k) == INF:
+                starved = True
+                continue
             if chosen is None:
                 chosen = r
                 chosen_vc = vc
@@ -362,11 +360,14 @@ class OutputPort:
         """The receiver answers ``nbytes`` of payload (write responses, acknowledgements): the
         reverse direction's serializer is busy for them at its first free moment, so a link loaded
         both ways moves less each way (``Channel.reverse_overhead``)."""
-        rev = self.reverse
-        start = rev.busy_until if rev.busy_until > now else now
-        cost = nbytes * self.response_spb
-        rev.busy_until = start + cost
-        rev.busy_s += cost
+        self.reverse.reserve(now, nbytes * self.response_spb)
+
+    def reserve(self, now: float, seconds: float) -> None:
+        """Keep the serializer busy for ``seconds`` from its first free moment at or after ``now``
+        (the other direction's responses, ``respond``)."""
+        start = self.busy_until if self.busy_until > now else now
+        self.busy_until = start + seconds
+        self.busy_s += seconds
 
     def _send(self, r, p: Packet, vc: int, k: int, now: float) -> bool:
         """Send ``p``, granted to requester ``r`` (and taken from it), on ``vc`` with ``k`` credits,
@@ -388,10 +389,8 @@ class OutputPort:
                 end = bound  # cut-through cannot outrun the incoming tail
             if r.crossed:  # from a matching switch's output queue: it left its input already
                 r.sent(now)
-            else:
-                inbuf = r.inbuf
-                inbuf.xbar = now + (end - now) / self.speedup
-                inbuf.leave(p, end)
+            else:  # its input's crossbar read is busy while it crosses (output serialization / speedup)
+                r.inbuf.leave(p, end, now + (end - now) / self.speedup)
         hop += 1
         p.hop = hop
         self.busy_until = end
@@ -426,6 +425,34 @@ class OutputPort:
             self.wake(end)
         return ahead
 
+    def start_time(self, t: float, inbuf: CrossbarRead, vc: int, k: int) -> float:
+        """The start rule, one for ``kick`` and ``take_ahead``: a packet that may leave its input
+        (``inbuf``) at ``t`` starts on this channel at the latest of ``t``, the serializer's free
+        time (``busy_until``) and the input's crossbar read (``inbuf.xbar``), times within ``EPS_S``
+        of the one before counting as equal, provided its ``k`` credits of ``vc`` fit with the
+        credit updates back by then (taken into the counter, ``_absorb``). Returns that time, or
+        ``INF`` when the credits do not fit: the packet waits for credits.
+
+        The credits that come back before a start are taken in when it is asked, so the port is
+        asked about a later start only where no other requester could see them early: ``kick``
+        asks at ``now`` for packets whose input and serializer are free now (start ``now``),
+        ``take_ahead`` at a later ``t`` only on channels one stream owns (``ahead``)."""
+        start = t
+        if self.busy_until > start + EPS_S:
+            start = self.busy_until
+        xbar = inbuf.xbar
+        if xbar > start + EPS_S:
+            start = xbar
+        room = self.credits.room  # ``fits(vc, k)`` without a call: this runs once per packet-hop
+        if room[vc] >= k:
+            return start
+        soon = start + EPS_S
+        if self.ret_due <= soon:  # credits came back since the last look
+            self._absorb(soon)
+            if room[vc] >= k:
+                return start
+        return INF
+
     def take_ahead(self, p: Packet) -> None:
         """Send ``p``, which this port just sent, on over the exclusive rest of its route at once
         (``ahead``), hop after hop: each port sends it for the time its arrival event would, at
@@ -435,22 +462,19 @@ class OutputPort:
         hop taken counts as the arrival event it stands for (``EventQueue.ahead``)."""
         down = self.down
         hops = 0
+        vc_at, voqs, wire = self.vc_at, p.voqs, p.wire  # the run's one VC table; the packet's VOQs, size
         while True:
             hop = p.hop + 1
-            q = p.voqs[hop]
+            q = voqs[hop]
             if q is None:
                 q = down.route_voq(p, hop)
             port = q.port
             if q.head is None and not down.pending:  # nothing of the stream before it here
-                start = p.t_ready
-                if port.busy_until > start + EPS_S:
-                    start = port.busy_until
-                if down.xbar > start + EPS_S:
-                    start = down.xbar
-                vc = port.vc_at[hop]
-                k = port.costs[p.wire][0]
-                if port.credits.fits(vc, k) or port._back_by(start, vc, k):
-                    down.held += 1  # it enters the buffer and starts leaving at once
+                vc = vc_at[hop]
+                k = port.costs[wire][0]
+                start = port.start_time(p.t_ready, down, vc, k)
+                if start < INF:
+                    down.held += 1  # it enters the buffer and starts leaving at once (``leave``)
                     hops += 1
                     if port._send(q, p, vc, k, start):
                         down = port.down
@@ -460,9 +484,10 @@ class OutputPort:
             break
         self.events.ahead += hops
 
-    def _back_by(self, t: float, vc: int, k: int) -> bool:
-        """Take in the credit updates back by ``t``; True if ``k`` credits of ``vc`` then fit."""
-        soon = t + EPS_S
-        if self.ret_due <= soon:
-            self._absorb(soon)
-        return self.credits.fits(vc, k)
+    def settle(self, now: float) -> None:
+        """End of the run at ``now``: take in every credit update still on the wire (the counter
+        must come back to zero) and close an open credit stall (only on a stuck run)."""
+        self._absorb(INF)
+        if self.stall_since >= 0.0:
+            self.stall_s += now - self.stall_since
+            self.stall_since = -1.0

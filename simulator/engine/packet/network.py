@@ -361,11 +361,8 @@ class PacketNetwork:
             events.now = ledger.last_delivery_s  # stuck run: the observed path's clock ran to the last landing
         now = events.now
         for port in self.ports:
-            port._absorb(float("inf"))  # credit updates still on the wire: the counters must settle
-            if port.stall_since >= 0:  # close open credit stalls (only on a stuck run)
-                port.stall_s += now - port.stall_since
-                port.stall_since = -1.0
-        result = self._result(time.perf_counter() - wall0)
+            port.settle(now)
+        result = self.result(time.perf_counter() - wall0)
         if self.progress is not None:
             self.progress(self.hops())
         if not self.done and self.packets_held():
@@ -390,7 +387,9 @@ class PacketNetwork:
                 per[inj.name] = per.get(inj.name, 0) + inj.grants
         return grants
 
-    def _result(self, wall_s: float) -> RunResult:
+    def result(self, wall_s: float) -> RunResult:
+        """The run's figures as they stand now (``run`` at the end; the watchdog, of a stuck run);
+        ``wall_s``: the wall-clock time it took (s)."""
         ports = self.ports
         ledger = self.ledger
         finish = self.finish_s
@@ -404,5 +403,10 @@ class PacketNetwork:
             packet_latency_s=ledger.sample.in_delivery_order(ledger.sample.latency),
             queue_delay_s=ledger.sample.in_delivery_order(ledger.sample.queue_delay),
             packet_sample_every=ledger.sample.every,
-            switch_grants=self.switch_grants(), events=self.events.issued() - len(self.events) - self.progress_ticks + self.events.ahead,
-            wall_s=wall_s)
+            switch_grants=self.switch_grants(), events=self.events_run(), wall_s=wall_s)
+
+    def events_run(self) -> int:
+        """Events the run has handled so far: those issued, less those still pending and the
+        progress reports, plus one arrival per hop taken ahead (``EventQueue.ahead``)."""
+        events = self.events
+        return events.issued() - len(events) - self.progress_ticks + events.ahead

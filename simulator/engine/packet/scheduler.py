@@ -137,8 +137,7 @@ class CrossbarScheduler:
             if p.t_ready > soon:
                 later = min(later, p.t_ready)
                 continue
-            if not q.oq.has_room():
-                q.oq.pool.blocked = True
+            if not q.oq.admits():  # full: withheld (a freed slot pokes the scheduler)
                 continue
             key = (i, q.out)
             best = offer.get(key)

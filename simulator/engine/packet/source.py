@@ -53,7 +53,8 @@ def split_packets(nbytes: int, packet_bytes: int, n_routes: int, offset: int) ->
 
 
 class Injector:
-    """Requester of one output port at a source node: round-robin over the flows starting there."""
+    """Requester of one output port at a source node (``requester.Requester``): round-robin over
+    the flows starting there."""
 
     __slots__ = ("flows", "head", "inbuf", "rank", "weight", "grants", "name", "packet_bytes",
                  "header_bytes", "seq_base", "crossed")
@@ -79,6 +80,7 @@ class Injector:
             self.head = self._make()
 
     def _make(self) -> Packet | None:
+        """The next packet, from the flow at the front (which then goes to the back), or None."""
         flows = self.flows
         if not flows:
             return None

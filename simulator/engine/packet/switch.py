@@ -52,7 +52,8 @@ class Scheduler(Protocol):
 
 
 class VirtualOutputQueue:
-    """Packets at one input waiting for one (output channel, VC): one requester of that output."""
+    """Packets at one input waiting for one (output channel, VC): one requester of that output
+    (``requester.Requester``), or of the switch's matching scheduler."""
 
     __slots__ = ("q", "head", "inbuf", "rank", "weight", "grants", "name", "nxt", "vc", "port", "out", "oq",
                  "crossed")
@@ -182,15 +183,23 @@ class InputBuffer:
         else:
             self.sched.request(q, self.events.now)
 
+    def waiting_for(self) -> list[int]:
+        """Channel ids the packets at the heads of this buffer's VOQs wait for, in the order the
+        VOQs were made (a channel may repeat: one VOQ per VC); for deadlock reports."""
+        return [q.head.route[q.head.hop + 1] for q in self.voqs.values() if q.head is not None]
+
     def expect(self, p: Packet, t: float) -> None:
         """Schedule ``p``'s arrival here at ``t``."""
         p.callback = self.arrive_cb
         self.pending += 1
         self.events.push(t, p)
 
-    def leave(self, p: Packet, t_free: float) -> None:
+    def leave(self, p: Packet, t_free: float, read_free: float | None = None) -> None:
         """``p`` (arrived on this channel, popped from its VOQ) leaves the buffer: its space frees at
-        ``t_free`` (its tail left), so its credits go back upstream; a FIFO's next head may request."""
+        ``t_free`` (its tail left), so its credits go back upstream; a FIFO's next head may request.
+        ``read_free``: output crossbar, the time the input's crossbar read is free again (``xbar``)."""
+        if read_free is not None:
+            self.xbar = read_free
         vc = self.vc_at[p.hop]
         self.up.release(t_free, vc, p.wire)
         self.held -= 1
@@ -228,9 +237,10 @@ class BufferPool:
 class OutputQueue:
     """Matching crossbar: packets of one VC that crossed the switch and wait for their output link.
 
-    The requester the output port sees (rank = VC). The scheduler matches an input to this output
-    only while the queue's ``pool`` has room (the queue is credited towards the crossbar). A slot
-    frees when the port starts sending the packet (it moves to the serializer).
+    The requester the output port sees (rank = VC; a ``requester.CrossedRequester``). The scheduler
+    matches an input to this output only while the queue's ``pool`` has room (the queue is credited
+    towards the crossbar). A slot frees when the port starts sending the packet (it moves to the
+    serializer).
     """
 
     __slots__ = ("q", "head", "inbuf", "rank", "weight", "grants", "name", "pool", "sched", "crossed")
@@ -254,9 +264,14 @@ class OutputQueue:
     pop = VirtualOutputQueue.pop
     __len__ = VirtualOutputQueue.__len__
 
-    def has_room(self) -> bool:
-        """True if the crossbar may deliver one more packet: the queue's own slot is free, or its pool has one."""
-        return self.head is None or self.pool.free > 0
+    def admits(self) -> bool:
+        """True if the crossbar may deliver one more packet: the queue's own slot is free, or its
+        pool has one. False marks the pool blocked, so that the slot freeing pokes the scheduler
+        (``sent``)."""
+        if self.head is None or self.pool.free > 0:
+            return True
+        self.pool.blocked = True
+        return False
 
     def add(self, p: Packet) -> None:
         """A packet crossed into the queue (takes the own slot, or one of the pool)."""
@@ -275,7 +290,8 @@ class OutputQueue:
 
 
 class Endpoint:
-    """Stand-in input for injection at a source node and for output queues: no crossbar constraint."""
+    """Stand-in input for injection at a source node and for output queues: no crossbar constraint
+    (a ``requester.CrossbarRead`` whose read is always free)."""
 
     __slots__ = ("xbar",)
 

@@ -53,12 +53,12 @@ class Watchdog:
         led = net.ledger
         idle = not net.events.heap and led.last_delivery_s <= net.events.now
         if held and idle:
-            deadlock_report(net, net._result(0.0), reason="the event queue ran empty")
+            deadlock_report(net, net.result(0.0), reason="the event queue ran empty")
         if idle or not held and led.packets_injected <= led.packets_delivered:
             return  # sleep; the next transfer start re-arms
         hops = net.hops() + led.packets_delivered
         if held and hops == self.last_hops:
-            deadlock_report(net, net._result(0.0), reason=f"no packet moved for {self.interval_s:.3g} s")
+            deadlock_report(net, net.result(0.0), reason=f"no packet moved for {self.interval_s:.3g} s")
         self.arm()
         self.last_hops = hops
 
@@ -69,9 +69,8 @@ def wait_for_graph(net) -> nx.DiGraph:
     for buf in net.inbufs:
         if not buf.held:
             continue
-        for q in buf.voqs.values():
-            if q.head is not None:
-                graph.add_edge(buf.cid, q.head.route[q.head.hop + 1])
+        for nxt in buf.waiting_for():
+            graph.add_edge(buf.cid, nxt)
     return graph
 
 
@@ -90,7 +89,7 @@ def deadlock_report(net, result, reason: str) -> None:
     for buf in blocked[:MAX_LISTED]:
         port = net.ports[buf.cid]
         cr = port.credits
-        waits = sorted({q.head.route[q.head.hop + 1] for q in buf.voqs.values() if q.head is not None})
+        waits = sorted(set(buf.waiting_for()))
         lines.append(f"  {_channel(net, buf.cid)}: {buf.held} packets held, "
                      f"{sum(cr.used)}/{cr.total} credits in use; heads wait for "
                      + ", ".join(_channel(net, c) + (" (no credits)" if net.ports[c].blocked else "")
