@@ -27,6 +27,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import (ROOT, class_attribute_docs, attribute_docs, docstring_as_markdown, header,  # noqa: E402
                      module_doc, run, table)
 
+from simulator.hardware.protocols import PROTOCOL_NAMES  # noqa: E402
+from simulator.workloads.collectives import algorithm_help  # noqa: E402
+
 SCRIPT = "schema_docs.py"
 
 
@@ -138,8 +141,11 @@ FALLBACK: dict[tuple[str, str], str] = {
     ("CollectiveItem", "op"): "Collective operation (nccl-tests size convention: see model.md).",
     ("CollectiveItem", "sizes"): ("`1K:8G` (doubling), a list `1M,64M`, or one size; 1K = 1k = 1024 B as in "
                                   "nccl-tests, `1 MiB` = 2^20 B, `1MB` = 10^6 B."),
-    ("CollectiveItem", "algo"): "`ring`, `tree`, `direct`, `nvls`, `hierarchical` or `auto` (tuner picks).",
-    ("CollectiveItem", "protocol"): "`LL`, `LL128`, `Simple` or `auto` (tuner picks).",
+    ("CollectiveItem", "algo"): "`auto` (the tuner picks) or one of the algorithms' records "
+                                "(`simulator/workloads/collectives/registry.py`): "
+                                + "; ".join(f"`{line.split(': ', 1)[0]}`: {line.split(': ', 1)[1]}"
+                                            for line in algorithm_help(details=True).splitlines()) + ".",
+    ("CollectiveItem", "protocol"): ", ".join(f"`{p}`" for p in PROTOCOL_NAMES) + " or `auto` (tuner picks).",
     ("CopyItem", "name"): "Row label in the output.",
     ("CopyItem", "op"): "`h2d` / `d2h`: GPU to/from its nearest host over PCIe; `p2p`: GPU to GPU.",
     ("CopyItem", "gpus"): "Number of GPUs copying at once (first N ranks).",

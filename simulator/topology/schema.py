@@ -93,10 +93,12 @@ class SchedulingSpec(_Model):
     """A switch's crossbar scheduling; omitted fields take the run's defaults (``bench``/``lab`` flags)."""
 
     arbiter: AllocatorName | None = None
-    """Scheduling algorithm (docs/model.md, "Switch scheduler")."""
+    """The scheduling design: one record each in ``simulator/topology/switch_designs.py`` (what each
+    does: ``fabricsim bench --help``, docs/model.md "Switch scheduler")."""
     crossbar: CrossbarMode | None = None
     """``output`` (each output arbitrates when it frees), ``matching`` (request-grant-accept every
-    cell time) or ``auto`` (matching for islip, pim, wavefront)."""
+    cell time) or ``auto`` (matching for the designs that exist only as matchers: their records say
+    ``matching_only``)."""
     iterations: int | None = Field(default=None, ge=1)
     """Request-grant-accept rounds per cell time (matching crossbar)."""
     speedup: float | None = Field(default=None, gt=0)
