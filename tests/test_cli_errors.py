@@ -124,3 +124,25 @@ def test_lab_errors_name_the_flag_not_the_python_field():
     result = runner.invoke(app, ["lab", "hol", "--hot-load", "1.5"])
     assert result.exit_code == 2
     assert "fabricsim: --hot-load: hot load is a fraction" in result.output and "hot_load" not in result.output
+
+
+def test_every_problem_of_a_scenario_file_at_once_each_with_its_closest_choice(tmp_path):
+    # issue 27: a scenario with five mistakes used to stop at the first; now one line each, in file order
+    path = tmp_path / "bad.yaml"
+    path.write_text("name: bad\ntopologies: [hgx_h100]\nengine: packt\nworkloads:\n"
+                    "  - {kind: collective, name: a, op: all_reduc, sizes: 1M, algo: rign}\n"
+                    "  - {kind: collective, name: b, op: all_reduce, sizes: 1M, protocol: simpel}\n"
+                    "  - {kind: decode, name: c, model: llama-3-70b, batch: 1, context: 8192, tp: 8, bacth: 2}\n")
+    result = runner.invoke(app, ["run", str(path)])
+    assert result.exit_code == 2
+    import re
+
+    found = [re.fullmatch(r"fabricsim: .*bad\.yaml:(\d+): ([^:]+): (.*)", line).groups()
+             for line in result.output.strip().splitlines()]
+    assert [(line, field) for line, field, _ in found] == [
+        ("3", "engine"), ("5", "workloads[0].op"), ("5", "workloads[0].algo"), ("6", "workloads[1].protocol"),
+        ("7", "workloads[2].bacth")]  # each at its own line, in file order
+    for (_, _, message), closest in zip(found, ("packet", "all_reduce", "ring", "Simple", "batch")):
+        assert message.endswith(f"did you mean {closest!r}?"), message
+    lines = [message for _, _, message in found]
+    assert "(allowed: name, model, batch," in lines[4]

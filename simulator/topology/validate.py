@@ -1,8 +1,9 @@
 """YAML file -> validated pydantic model (topologies and other file schemas), errors located by line.
 
 Pydantic reports errors by ``loc`` (a path of keys and indices); the source map from the loader
-turns that path back into the file and line the user wrote. Only the first error is reported:
-one line, as the CLI promises.
+turns that path back into the file and line the user wrote. Every problem of a file is reported
+at once, one line each (``errors.InputErrors``; the first ``MAX_PROBLEMS``), a name outside a closed
+set with its closest choice ("did you mean 'ring'?").
 """
 
 from __future__ import annotations
@@ -14,7 +15,9 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
-from simulator.errors import InputError
+import re
+
+from simulator.errors import InputError, did_you_mean, raise_all
 from simulator.topology.loader import Path_, SourceMap, load_yaml
 from simulator.topology.schema import TopologyModel
 
@@ -35,20 +38,32 @@ def validate_topology(data: dict[str, Any], sources: SourceMap) -> TopologyModel
 M = typing.TypeVar("M", bound=BaseModel)
 
 
+MAX_PROBLEMS = 20
+"""Problems of one file listed at most (a file of another kind can fail on every key); the count of
+the rest follows."""
+
+
 def validate_model(model: type[M], data: Any, sources: SourceMap) -> M:
     """Validate loaded YAML data as ``model`` (any file schema: topologies, scenarios, validation
-    tables); the first error becomes an :class:`InputError` at the file and line it came from."""
+    tables); every error becomes an :class:`InputError` at the file and line it came from, raised
+    together (one, or :class:`InputErrors`)."""
     try:
         return model.model_validate(data)
     except ValidationError as err:
-        raise _to_input_error(model, err, sources) from None
+        problems = [_to_input_error(model, e, sources) for e in err.errors(include_url=False)]
+        unique = list({str(p): p for p in problems}.values())  # one line per place and problem
+        if len(unique) > MAX_PROBLEMS:
+            rest = len(unique) - MAX_PROBLEMS
+            unique = unique[:MAX_PROBLEMS] + [InputError(f"and {rest} more problem{'s' if rest > 1 else ''}",
+                                                         file=sources.file)]
+        raise_all(unique)
+        raise AssertionError("unreachable: a ValidationError has errors")  # pragma: no cover
 
 
-def _to_input_error(model: type[BaseModel], err: ValidationError, sources: SourceMap) -> InputError:
-    first = err.errors(include_url=False)[0]
-    loc: Path_ = tuple(first["loc"])
-    path = _data_path(loc, sources, missing=first["type"] == "missing")
-    return sources.error(path, _message(model, first, loc))
+def _to_input_error(model: type[BaseModel], error: dict[str, Any], sources: SourceMap) -> InputError:
+    loc: Path_ = tuple(error["loc"])
+    path = _data_path(loc, sources, missing=error["type"] == "missing")
+    return sources.error(path, _message(model, error, loc))
 
 
 def _data_path(loc: Path_, sources: SourceMap, *, missing: bool) -> Path_:
@@ -67,14 +82,17 @@ def _message(model: type[BaseModel], error: dict[str, Any], loc: Path_) -> str:
     if kind == "extra_forbidden":
         allowed = _allowed_keys(model, loc[:-1])
         hint = f" (allowed: {', '.join(allowed)})" if allowed else ""
-        return f"unknown key {loc[-1]!r}{hint}"
+        return f"unknown key {loc[-1]!r}{hint}{did_you_mean(str(loc[-1]), allowed)}"
     if kind == "missing":
         return "required key is missing"
     if kind in ("model_type", "dict_type", "model_attributes_type"):
         return f"expected a mapping of keys, got {error.get('input')!r}"
     if kind == "value_error":
         text = text.removeprefix("Value error, ")
-    if kind == "literal_error" or kind.endswith("_type") or kind.endswith("_parsing"):
+    if kind == "literal_error":
+        choices = re.findall(r"'([^']*)'", (error.get("ctx") or {}).get("expected", ""))
+        return f"{text}, got {error.get('input')!r}{did_you_mean(str(error.get('input')), choices)}"
+    if kind.endswith("_type") or kind.endswith("_parsing"):
         return f"{text}, got {error.get('input')!r}"
     return text
 
@@ -96,6 +114,12 @@ def _element(target: Any, part: str | int) -> Any:
     if isinstance(part, int):
         args = typing.get_args(target)
         return _unwrap(args[0]) if args else None
+    if typing.get_origin(target) in (typing.Union, types.UnionType):  # a tagged union: pydantic's loc
+        for member in map(_unwrap, typing.get_args(target)):  # names the member by its tag (``decode``)
+            kind = getattr(member, "model_fields", {}).get("kind")
+            if kind is not None and part in typing.get_args(kind.annotation):
+                return member
+        return None
     if isinstance(target, type) and issubclass(target, BaseModel):
         for name, info in target.model_fields.items():
             if part in (name, info.alias):
