@@ -23,6 +23,7 @@ from pydantic import ValidationError
 
 from simulator.hardware.cables import CablePart
 from simulator.hardware.devices import DevicePart
+from simulator.errors import did_you_mean
 from simulator.hardware.errors import HardwareError
 from simulator.hardware.links import LinkGeneration
 from simulator.hardware.part import Part
@@ -47,8 +48,9 @@ OTHER_SECTIONS = ("kernels", "calibration")
 """Sections of a parts file read by ``hardware.kernels`` (kernel constants, calibration record)."""
 
 
-def _choices(names: Mapping[str, Any]) -> str:
-    return ", ".join(sorted(names)) or "none"
+def _choices(names: Mapping[str, Any], given: str = "") -> str:
+    """``a, b, c`` (sorted), and the closest to ``given`` ("; did you mean 'nvlink5'?")."""
+    return (", ".join(sorted(names)) or "none") + did_you_mean(given, list(names))
 
 
 class Catalog:
@@ -73,7 +75,7 @@ class Catalog:
         if name in self.pcie:
             return self.pcie[name].link(width, max_payload_B)
         if name not in self.links:
-            raise HardwareError(f"unknown link generation {name!r}; known: {_choices(self.links)}")
+            raise HardwareError(f"unknown link generation {name!r}; known: {_choices(self.links, name)}")
         if width is not None or max_payload_B is not None:
             raise HardwareError(f"link generation {name!r} has a fixed width; width and max payload "
                                 "size apply to PCIe generations only")
@@ -96,7 +98,7 @@ class Catalog:
         try:
             return table[name]
         except KeyError:
-            raise HardwareError(f"unknown {what} {name!r}; known: {_choices(table)}") from None
+            raise HardwareError(f"unknown {what} {name!r}; known: {_choices(table, name)}") from None
 
     def parts(self) -> Iterator[tuple[str, str, Part]]:
         """Every defined part as (section, name, part); PCIe as generations, not derived links."""
@@ -162,7 +164,7 @@ class _Loader:
             lane = data.get("lane")
             if not isinstance(lane, str) or lane not in lanes:
                 raise doc.error([section, name, "lane"],
-                                f"unknown SerDes lane {lane!r}; known: {_choices(lanes)}")
+                                f"unknown SerDes lane {lane!r}; known: {_choices(lanes, lane)}")
             data["lane"] = lanes[lane]
         try:
             return model.model_validate(data)
@@ -179,7 +181,7 @@ class _Loader:
                 if gen not in link_names:
                     raise self.raw["devices"][name][0].error(
                         ["devices", name, "generations", fabric],
-                        f"unknown link generation {gen!r}; known: {_choices(link_names)}")
+                        f"unknown link generation {gen!r}; known: {_choices(link_names, gen)}")
         for name, ret in parts["retimers"].items():
             if ret.generation not in parts["pcie"]:  # type: ignore[attr-defined]
                 doc = self.raw["retimers"][name][0]

@@ -38,7 +38,7 @@ import numpy as np
 
 from simulator.engine.packet import EngineObserver, PacketConfig, run_packet
 from simulator.engine.transfer import Transfer, Workload
-from simulator.errors import InputError
+from simulator.errors import InputError, unknown_choice
 from simulator.topology import synthetic
 from simulator.topology.fabric import Fabric
 from simulator.topology.switch_designs import Queueing
@@ -123,7 +123,7 @@ def design(label: str) -> Design:
     for d in DESIGNS:
         if d.label == label:
             return d
-    raise InputError(f"unknown design {label!r}; known: {', '.join(d.label for d in DESIGNS)}", field="design")
+    raise unknown_choice("design", label, [d.label for d in DESIGNS], field="design")
 
 
 class CellLog(EngineObserver):

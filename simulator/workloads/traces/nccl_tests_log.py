@@ -49,7 +49,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Mapping, Sequence
 
-from simulator.errors import InputError
+from simulator.errors import InputError, unknown_choice
 from simulator.workloads.traces import nccl_tests_lines as lines
 from simulator.workloads.traces.nccl_tests_records import (  # noqa: F401  (the public names, re-exported)
     OPS, PER_RANK_COUNT_OPS, REDOPS, REDUCING_OPS, ROOTED_OPS, TYPE_BYTES, LogWarning, NcclTestsRun, RankLine,
@@ -121,7 +121,7 @@ def parse_text(text: str, path: str = "<text>", op: str | None = None, *, gpus: 
     must agree. Each run's :attr:`~NcclTestsRun.warnings` lists the lines it could not use;
     ``strict`` makes the first such line an error."""
     if op is not None and op not in OPS:
-        raise InputError(f"unknown nccl-tests operation {op!r}; choose one of {', '.join(OPS)}", field="op")
+        raise unknown_choice("nccl-tests operation", op, OPS, field="op")
     if gpus is not None and gpus < 1:
         raise InputError(f"must be at least 1, got {gpus}", field="gpus")
     flags = parse_env_flags(env)
