@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from simulator.engine.packet import arbiters
 from simulator.engine.packet.allocators.base import Allocator
 from simulator.engine.packet.allocators.fixed_priority import FixedPriority
 from simulator.engine.packet.allocators.islip import ISlip
@@ -20,7 +21,6 @@ from simulator.engine.packet.allocators.pim import PIM
 from simulator.engine.packet.allocators.round_robin import RoundRobinMatching
 from simulator.engine.packet.allocators.wavefront import Wavefront
 from simulator.engine.packet.allocators.weighted_rr import WeightedRoundRobin
-from simulator.engine.packet import arbiters
 from simulator.engine.packet.arbiters import Arbiter
 from simulator.topology.switch_designs import SWITCH_DESIGNS, SwitchDesign
 
@@ -38,7 +38,13 @@ class Design:
 
     @property
     def name(self) -> str:
+        """The design's name (``SwitchDesign.name``)."""
         return self.spec.name
+
+    @property
+    def help(self) -> str:
+        """One line of help (``SwitchDesign.help``)."""
+        return self.spec.help
 
     @property
     def matching_only(self) -> bool:

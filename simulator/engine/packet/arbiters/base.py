@@ -2,7 +2,7 @@
 
 A requester is anything with ``rank`` (int >= 0: the input's channel id; endpoint injection ranks
 after every channel), ``weight`` (int, from the config) and ``head`` (its first packet, read for
-``head.t_inject``); ``link.Requester`` is the full contract of the port's requesters.
+``head.t_inject``); ``requester.Requester`` is the full contract of the port's requesters.
 
 Each algorithm is written once, as two pure functions over an explicit state (BookSim2's
 ``Arbitrate`` / ``UpdateState`` split): ``choose(state, requesters)`` picks without changing
