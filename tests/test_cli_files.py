@@ -63,3 +63,15 @@ def test_results_never_replace_an_input(tmp_path):
     assert result.exit_code == 2 and "refusing to overwrite an input file" in result.output
     assert top.read_text() == before
     assert not [p for p in tmp_path.iterdir() if p.name.endswith(".tmp")]
+
+
+def test_validate_checks_its_plot_before_simulating(tmp_path, monkeypatch):
+    # issue 27, item 6: validate --plot out.jpg failed after ~10 s of simulating every entry
+    import simulator.runner.validate as validate
+
+    def never(*args, **kwargs):
+        raise AssertionError("simulated before checking --plot")
+
+    monkeypatch.setattr(validate, "predict", never)
+    result = CliRunner().invoke(app, ["validate", "--plot", str(tmp_path / "out.jpg")])
+    assert result.exit_code == 2 and "cannot write a .jpg figure" in result.output, result.output

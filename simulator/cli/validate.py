@@ -3,12 +3,11 @@
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Optional
 
 import typer
 
-from simulator.cli.common import (EngineOpt, HostsOpt, PerNodeOpt, PerRackOpt, PerTrayOpt, RanksOpt,
+from simulator.cli.common import (EngineOpt, HostsOpt, PerNodeOpt, PerRackOpt, PerTrayOpt, RanksOpt, output_plan,
                                   placement_flags, plain_console, report_console)
 from simulator.errors import InputError
 from simulator.hardware.protocols import PROTOCOL_NAMES
@@ -80,9 +79,8 @@ def register(app: typer.Typer) -> None:
                                   placement=placement_flags(per_rack, per_tray, per_node, ranks, hosts), op=op,
                                   env=tuple(env or ()), strict=strict, run=run, algo=algo, protocol=protocol,
                                   engine=engine, in_place=in_place)
-        if logs and plot and any(Path(plot).resolve() == Path(item).resolve() for item in [*logs, *([topology] if topology else [])]):
-            raise InputError("refusing to overwrite an input file with the plot; name another file", field="plot")
         planned = plan_validate(request)
+        output_plan(list(planned.inputs), plot=plot)  # a bad --plot fails before the simulation
         console = plain_console(stderr=True)
         if logs:
             _print_warnings(planned.runs, console)

@@ -16,6 +16,7 @@ from simulator.runner.nccl_tests_validation import compare_run, row_counts, run_
 from simulator.runner.tables import rows_frame
 from simulator.runner.validation import DEFAULT_FILE, DEFAULT_THRESHOLD_PCT, load_published, predict
 from simulator.shipped import find
+from simulator.topology.builder import topology_files
 from simulator.topology.fabric import Fabric
 from simulator.topology.placement import Placement
 from simulator.workloads.traces.nccl_tests_log import NcclTestsRun, parse_log
@@ -63,6 +64,8 @@ class ValidatePlan:
     """The folder published entries name their files from."""
     runs: tuple[NcclTestsRun, ...] = ()
     fabric: Fabric | None = None
+    inputs: tuple[Path, ...] = ()
+    """Every file the run reads (outputs may not overwrite them)."""
 
 
 @dataclass(frozen=True)
@@ -135,7 +138,7 @@ def plan_validate(request: ValidateRequest) -> ValidatePlan:
         path = Path(request.file) if request.file else find(DEFAULT_FILE, "validation")
         entries = load_published(path)
         root = path.resolve().parent.parent if path.resolve().parent.name == "validation" else Path.cwd()
-        return ValidatePlan(request=request, entries=entries, root=root)
+        return ValidatePlan(request=request, entries=entries, root=root, inputs=(path,))
     if request.topology is None:
         raise InputError("--nccl-tests needs --topology T, the topology YAML of the measured system",
                          field="topology")
@@ -148,7 +151,8 @@ def plan_validate(request: ValidateRequest) -> ValidatePlan:
                                  f"test{'s' if len(found) != 1 else ''}", file=log)
             found = (found[request.run - 1],)
         runs += found
-    return ValidatePlan(request=request, runs=tuple(runs), fabric=load_fabric(request.topology))
+    inputs = (*(Path(log) for log in request.logs), *topology_files(find(request.topology, "topologies")))
+    return ValidatePlan(request=request, runs=tuple(runs), fabric=load_fabric(request.topology), inputs=inputs)
 
 
 def run_validate(planned: ValidatePlan | ValidateRequest,
