@@ -15,6 +15,7 @@ COMMANDS = [
     "lab hol",
     "bench hgx_h200 --gpus 8 --sizes 8,1M,1G --engine flow",
     "compare gb200_nvl72 hgx_h100 --op all_reduce --sizes 1M,64M --gpus 8 --engine flow",
+    "sweep scenarios/sweep_credit_buffer.yaml --no-cache --workers 1",
 ]
 BOX = re.compile(r"[│┃┏┓┗┛┡┩┠┨━─┼╇╈┳┻┬┴┌┐└┘├┤═]+")
 
@@ -48,5 +49,6 @@ def test_no_token_is_split_across_lines(command):
             if token in present or not any(ch.isalnum() for ch in token):
                 continue
             head = token[: max(3, (len(token) + 1) // 2)]
-            cut = [w for w in present if w == head or (w.startswith(head) and token.startswith(w))]
+            cut = [w for w in present if (w == head or (w.startswith(head) and token.startswith(w)))
+                   and w not in wide]  # a piece that is a whole value of its own (3.17 beside 3.171) is no cut
             assert not cut, f"{command} at {width}: {token!r} appears cut as {cut[0]!r}"

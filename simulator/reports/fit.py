@@ -80,7 +80,8 @@ def fit(table: Table, width: int, optional: Sequence[str] = ()) -> Table:
     """Make ``table`` fit ``width`` columns without eliding a number (changes and returns it).
 
     ``optional`` names columns (their headers) that may be dropped, in the order given, when the
-    table cannot fit otherwise."""
+    table cannot fit otherwise (by the header as written, before it is broken over two lines)."""
+    written = {id(c): _header(c).replace("\n", " ") for c in table.columns}
     for column in table.columns:
         column.overflow = "fold"
         if column.justify == "right":
@@ -102,10 +103,10 @@ def fit(table: Table, width: int, optional: Sequence[str] = ()) -> Table:
         table.box = box.SIMPLE_HEAD
         table.show_edge = False
     empty = [c for c in table.columns if c.cells and all(str(cell) == "-" for cell in c.cells)]
-    for name in [*(_header(c).replace("\n", " ") for c in empty), *optional]:
+    for name in [*(written[id(c)] for c in empty), *optional]:
         if _fits(table, width):
             break
-        table.columns[:] = [c for c in table.columns if _header(c).replace("\n", " ") != name]
+        table.columns[:] = [c for c in table.columns if written[id(c)] != name]
     if not _fits(table, width):  # last resort: numbers fold onto a second line, digits all kept
         for column in table.columns:
             column.no_wrap = False
