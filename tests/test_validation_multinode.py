@@ -1,0 +1,107 @@
+"""Multi-node validation (issue 24, item 4): published runs beyond one NVLink domain.
+
+Runs whose placement a ``validation/published.yaml`` entry can say (the first N ranks: whole HGX
+servers) are entries there; runs placed otherwise (64 + 64 GPUs of two NVL72 racks, one or two trays
+in each of three racks) are logs in ``validation/nccl-tests/multinode/``, checked here with the
+placement and settings their sources state. Nothing is fitted to them: the asserts hold the logs to
+their sources and to what the issue asks of real multi-node logs (they load, no row is dropped, the
+median busbw error at >= 256 MiB within 15%), and hold the runs fabricsim already models (rings
+across racks, NCCL's own choice there) within 10%. Where fabricsim is known to miss (NCCL's tree
+between NVLink domains, NVLSTree) the log's header and the report say by how much and why.
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from simulator.cli.app import _register, app
+from simulator.runner.validation import load_published
+from simulator.topology.builder import build_fabric
+from simulator.workloads.collectives.ops import busbw_factor
+from simulator.workloads.traces.nccl_tests_log import parse_log
+
+ROOT = Path(__file__).resolve().parent.parent
+MULTINODE = ROOT / "validation" / "nccl-tests" / "multinode"
+LOGS = sorted(MULTINODE.glob("*.log"))
+TWO_RACKS = MULTINODE / "gb200_nvl72_x2_all_reduce_128gpu.log"
+_register()
+runner = CliRunner()
+
+
+def _validate(log: Path, *flags: str) -> dict:
+    result = runner.invoke(app, ["validate", "--nccl-tests", str(log), "--topology", "gb200_nvl72_x8_ib",
+                                 "--engine", "flow", "--json", "--threshold", "1000", "--strict", *flags])
+    assert result.exit_code == 0, result.output
+    return json.loads(result.stdout)
+
+
+def test_every_multinode_log_names_its_source_and_obeys_nccl_tests_definitions():
+    assert {p.name for p in LOGS} == {"gb200_nvl72_x2_all_reduce_128gpu.log",
+                                      "gb200_nvl72_3racks_all_reduce_12gpu.log",
+                                      "gb200_nvl72_3racks_all_reduce_24gpu.log"}
+    for path in LOGS:
+        head = path.read_text().split("\n$ ")[0].split("\n#   ")[0]
+        # a copy of published rows, or rows written from published figures: the first line says which
+        assert head.startswith(("# Published rows of a real run, copied: ",
+                                "# written by fabricsim developers from published figures (")), path.name
+        assert "# Check: fabricsim validate --nccl-tests THIS --topology " in head, path.name
+        for run in parse_log(path, op="all_reduce", gpus=int(path.stem.split("_")[-1].removesuffix("gpu")),
+                             strict=True):
+            factor = busbw_factor(run.op, run.ranks)
+            for row in run.rows:
+                for timing in (row.out_of_place, row.in_place):
+                    # nccl-tests prints busbw = algbw x factor from unrounded values; time has 5 digits
+                    assert timing.busbw_GBps == pytest.approx(timing.algbw_GBps * factor, rel=1e-4, abs=0.006)
+                    assert timing.algbw_GBps == pytest.approx(row.bytes / timing.time_us / 1e3, rel=1e-4, abs=0.02)
+
+
+def test_two_racks_128_gpus_64_per_rack():
+    """coreweave/nccl-tests README, 2 racks (NCCL 2.26.2): 128 ranks, 16 trays of each rack."""
+    data = _validate(TWO_RACKS, "--op", "all_reduce", "--gpus", "128", "--per-rack", "64",
+                     "--env", "NCCL_MNNVL_ENABLE=1")
+    (log,) = data["logs"]
+    assert log["row_counts"]["used"] == 6 and log["row_counts"]["skipped"] == 0
+    assert [r["measured_busbw_GBps"] for r in log["rows"]] == [493.94, 596.10, 680.30, 743.09, 793.06, 810.41]
+    assert [r["bytes"] for r in log["rows"]] == [512 << 20 << i for i in range(6)]
+    # issue 24, done when: the median busbw error at >= 256 MiB of each log within 15%
+    assert statistics.median(abs(r["busbw_error_pct"]) for r in log["rows"]) <= 15.0
+
+
+def test_the_two_rack_placement_is_the_runs():
+    """--per-rack 64 takes 16 whole trays of racks 0 and 1, not the first 128 ranks (72 + 56)."""
+    from simulator.runner.sweeps import select_gpus
+    from simulator.topology.placement import Placement
+
+    fabric = build_fabric(ROOT / "topologies" / "gb200_nvl72_x8_ib.yaml")
+    gpus = select_gpus(fabric, 128, Placement(per_rack=64))
+    racks = [g.split(".")[0] for g in gpus]
+    assert {r: racks.count(r) for r in set(racks)} == {"rack0": 64, "rack1": 64}
+
+
+@pytest.mark.parametrize("gpus,per_rack,ring_busbw", [(12, 4, 196.72), (24, 8, 393.66)])
+def test_three_racks_ring_as_nccl_chose_it(gpus, per_rack, ring_busbw):
+    """NVIDIA/nccl issue 1801 (NCCL 2.27.3, NVLS off): NCCL's ring over one or two trays in each of
+    three racks is bound by one 400G NIC per GPU; fabricsim's ring is within 10% of it. Run 2 (tree,
+    forced) loads and is simulated as a tree; its known gap is in the log's header and the report."""
+    log = MULTINODE / f"gb200_nvl72_3racks_all_reduce_{gpus}gpu.log"
+    data = _validate(log, "--gpus", str(gpus), "--per-rack", str(per_rack))
+    ring, tree = data["logs"]
+    assert (ring["rows"][0]["measured_busbw_GBps"], ring["rows"][0]["algo"]) == (ring_busbw, "ring")
+    assert abs(ring["rows"][0]["busbw_error_pct"]) <= 10.0
+    assert tree["rows"][0]["algo"] == "tree" and tree["row_counts"]["skipped"] == 0
+
+
+def test_published_multinode_entry_runs_on_whole_servers():
+    """The 2x HGX H100 entry's first 16 ranks are two whole servers of hopper_ib_rack, as the run's
+    two 8-GPU workers were."""
+    from simulator.runner.sweeps import select_gpus
+
+    (entry,) = [e for e in load_published(ROOT / "validation" / "published.yaml")
+                if e.kind == "collective" and e.gpus == 16 and "hopper_ib_rack" in e.topology]
+    gpus = select_gpus(build_fabric(ROOT / entry.topology), entry.gpus)
+    assert sorted({g.split(".")[0] for g in gpus}) == ["hgx0", "hgx1"]
