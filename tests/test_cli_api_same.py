@@ -21,8 +21,6 @@ _register()
 SWEEP_FILES = {"sweep_credit_buffer", "sweep_rack_scale"}
 """Shipped sweep files: ``fabricsim sweep``, not ``run``."""
 SCENARIOS = sorted(p.stem for p in (ROOT / "scenarios").glob("*.yaml") if p.stem not in SWEEP_FILES)
-SLOW = {"prefill", "two_jobs_multirack", "nvl72_degraded"}
-"""Scenarios left to the nightly digest (``benchmarks/results_digest.py``) to keep the suite short."""
 
 
 def _cli_json(*args: str) -> dict:
@@ -52,7 +50,7 @@ def _equal(a, b, path) -> None:
         assert a == b, f"{path}: CLI {a!r} vs API {b!r}"
 
 
-@pytest.mark.parametrize("name", [s for s in SCENARIOS if s not in SLOW])
+@pytest.mark.parametrize("name", SCENARIOS)
 def test_every_shipped_scenario_gives_the_same_outcome_through_cli_and_api(name):
     _same(_cli_json("run", name), simulator.run_scenario(name).to_dict())
 
