@@ -124,9 +124,9 @@ class PacketConfig:
         if self.credit_policy not in ("static", "shared"):
             raise bad("credit_policy", f"unknown {self.credit_policy!r}; choose static or shared")
         if self.crossbar not in CROSSBAR_MODES:
-            raise bad("crossbar", f"unknown {self.crossbar!r}; choose auto, output or matching")
+            raise bad("crossbar", f"unknown {self.crossbar!r}; choose {', '.join(CROSSBAR_MODES)}")
         if self.queueing not in QUEUEINGS:
-            raise bad("queueing", f"unknown {self.queueing!r}; choose voq or fifo")
+            raise bad("queueing", f"unknown {self.queueing!r}; choose {' or '.join(QUEUEINGS)}")
         if self.iterations < 1:
             raise bad("iterations", f"must be >= 1, got {self.iterations}")
         if self.output_queue_packets < 1:

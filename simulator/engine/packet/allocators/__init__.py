@@ -12,7 +12,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from simulator.engine.packet import arbiters
 from simulator.engine.packet.allocators.base import Allocator
 from simulator.engine.packet.allocators.fixed_priority import FixedPriority
 from simulator.engine.packet.allocators.islip import ISlip
@@ -21,7 +20,10 @@ from simulator.engine.packet.allocators.pim import PIM
 from simulator.engine.packet.allocators.round_robin import RoundRobinMatching
 from simulator.engine.packet.allocators.wavefront import Wavefront
 from simulator.engine.packet.allocators.weighted_rr import WeightedRoundRobin
-from simulator.engine.packet.arbiters import Arbiter
+from simulator.engine.packet.arbiters import Arbiter, RoundRobin
+from simulator.engine.packet.arbiters import FixedPriority as FixedPriorityArbiter
+from simulator.engine.packet.arbiters import OldestFirst as OldestFirstArbiter
+from simulator.engine.packet.arbiters import WeightedRoundRobin as WeightedRoundRobinArbiter
 from simulator.topology.switch_designs import SWITCH_DESIGNS, SwitchDesign
 
 
@@ -70,7 +72,7 @@ def _attach(allocators: tuple[type[Allocator], ...], per_output: tuple[type[Arbi
 
 DESIGNS: dict[str, Design] = _attach(
     (RoundRobinMatching, ISlip, PIM, OldestFirst, FixedPriority, WeightedRoundRobin, Wavefront),
-    (arbiters.RoundRobin, arbiters.OldestFirst, arbiters.FixedPriority, arbiters.WeightedRoundRobin))
+    (RoundRobin, OldestFirstArbiter, FixedPriorityArbiter, WeightedRoundRobinArbiter))
 """Design name -> its record, in ``SWITCH_DESIGNS`` order."""
 
 ALLOCATORS: dict[str, type[Allocator]] = {n: d.allocator for n, d in DESIGNS.items()}
