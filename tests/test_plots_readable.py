@@ -109,3 +109,20 @@ def test_nvl72_heatmap_has_a_row_per_tray_and_credit_plot_speaks_bytes():
     assert top.get_ylabel() == "credits in use\n(KiB)"
     assert max(top.get_lines()[0].get_ydata()) == 8.0  # 512 credits of 16 B = 8 KiB
     assert "hgx.gpu0 -> hgx.nvsw0" in fig._suptitle.get_text()
+
+
+def test_a_sweep_plot_hides_no_series_under_an_equal_one():
+    # issue 27, item 8: ring on the full and the 2:1 spine gave the same points (rail-aligned hops
+    # never cross the spine), and one line hid the other; equal series are drawn once, named together
+    from simulator.reports.plots.sweep import build_sweep_plot
+
+    rows = [{"gpus": g, "algo": a, "topology": t, "busbw_GBps": bw}
+            for t in ("x8_ib.yaml", "x8_ib_2to1.yaml") for a, bws in (("ring", (476, 364)), ("hierarchical", (520, 496)))
+            for g, bw in zip((144, 288), bws)]
+    rows.append({"gpus": 288, "algo": "tree", "topology": "x8_ib.yaml", "busbw_GBps": 300.0})
+    fig = build_sweep_plot(rows, ["gpus", "algo", "topology"], "busbw_GBps", "t")
+    (ax,) = fig.axes
+    labels = [t.get_text() for t in ax.get_legend().get_texts()]
+    assert labels == ["algo=ring, topology=x8_ib or x8_ib_2to1 (equal)",
+                      "algo=hierarchical, topology=x8_ib or x8_ib_2to1 (equal)", "algo=tree, topology=x8_ib"]
+    assert len(ax.get_lines()) == 3

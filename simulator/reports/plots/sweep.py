@@ -2,7 +2,9 @@
 
 Numeric axis values (sizes such as "16K" are turned into bytes) go on a log axis when they span
 more than a factor of 16, else a linear one; other values (algorithm, topology file) are
-categories in file order. Failed points are left out of the lines.
+categories in file order. Failed points are left out of the lines. Combinations whose points are
+all equal are drawn once, their legend entry naming every value they share it with
+(``topology=a or b (equal)``): no series hides under another.
 """
 
 from __future__ import annotations
@@ -50,14 +52,19 @@ def build_sweep_plot(rows: Sequence[dict], axes: Sequence[str], metric: str, tit
     series: dict[tuple, list[tuple[Any, float]]] = {}
     for r in ok:
         series.setdefault(tuple(r[a] for a in others), []).append((r[x_axis], float(r[metric])))
-    colours = palette(max(1, len(series)))
-    styles = [("o", "-"), ("s", "--"), ("^", ":"), ("D", "-.")]  # equal series stay visible on top of each other
-    for i, (colour, (key, points)) in enumerate(zip(colours, series.items())):
+    groups: dict[tuple, list[tuple]] = {}  # equal points -> the combinations that give them
+    for key, points in series.items():
+        groups.setdefault(tuple(sorted(points, key=lambda p: str(p[0]))), []).append(key)
+    colours = palette(max(1, len(groups)))
+    styles = [("o", "-"), ("s", "--"), ("^", ":"), ("D", "-.")]
+    for i, (colour, (points, keys)) in enumerate(zip(colours, groups.items())):
         if numeric:
             pts = sorted((_number(x), y) for x, y in points)
         else:
-            pts = [(xs.index(x), y) for x, y in points]
-        label = ", ".join(f"{a}={_short(v)}" for a, v in zip(others, key)) or metric
+            pts = sorted((xs.index(x), y) for x, y in points)
+        label = ", ".join(f"{a}={' or '.join(dict.fromkeys(_short(k[j]) for k in keys))}"
+                          for j, a in enumerate(others)) or metric
+        label += " (equal)" if len(keys) > 1 else ""
         marker, line = styles[i % len(styles)]
         ax.plot([p[0] for p in pts], [p[1] for p in pts], marker=marker, linestyle=line, color=colour,
                 label=label, markersize=7 - 1.5 * (i % len(styles)))
@@ -73,7 +80,7 @@ def build_sweep_plot(rows: Sequence[dict], axes: Sequence[str], metric: str, tit
     ax.set_ylabel(METRIC_LABELS.get(metric, metric))
     ax.set_title(title)
     ax.grid(True, alpha=0.3)
-    if len(series) > 1 or others:
+    if len(groups) > 1 or others:
         ax.legend(fontsize=8, loc="best")
     return fig
 
