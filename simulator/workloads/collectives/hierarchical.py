@@ -61,7 +61,10 @@ def joins(dag: DagBuilder, done: dict[str, list[int]], gpus: tuple[str, ...], ph
 
 RECORD = AlgorithmRecord(
     "hierarchical", OPS, build, "2D all_reduce: reduce-scatter in each node, all-reduce across, all-gather",
-    applicable=applicable, auto_multi_node_only=True)
+    applicable=applicable, auto_ops=frozenset())
 """Hierarchical's rules: NCCL's collective channels, fewer for small calls, not rounded to the rails
-(its cross-node rings join one GPU of each node); ``auto`` considers it only across nodes joined
-by the network; its steps take ring's latencies (``spec.base_s("ring")``, ``ring_phase``)."""
+(its cross-node rings join one GPU of each node); its steps take ring's latencies
+(``spec.base_s("ring")``, ``ring_phase``). ``auto`` never considers it: NCCL has no such algorithm
+(its tuner, src/graph/tuning.cc ``ncclTopoTuneModel``, chooses among ncclAlgoStr's Tree, Ring,
+CollNetDirect, CollNetChain, NVLS, NVLSTree and PAT), so ``auto`` follows NCCL's choice among those
+modelled (ring, tree; NVLS inside one NVLink domain); ``--algo hierarchical`` runs it."""

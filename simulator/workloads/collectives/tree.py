@@ -5,6 +5,14 @@ Tree A is the heap tree over rank positions (parent of i is (i-1)//2); tree B is
 carries half the message; up (reduce) and down (broadcast) run pipelined and concurrently.
 On multi-node fabrics each channel chains the GPUs of a node behind a head GPU that differs per
 channel (so channels use different NICs) and joins the heads by the two trees (rails.py).
+
+Latency on multi-node fabrics is NCCL's (src/graph/tuning.cc, ``ncclTopoTuneModel``, Tree
+all_reduce: ``baseLat + 2 x ((nRanks/nNodes - 1) x intraLat + log2i(nNodes) x interLat)``): a
+piece of data goes up the deepest chain of a node (m - 1 NVLink steps), up the tree of node heads
+(floor(log2 k) network steps), then back down the same way; every edge of a channel waits for that
+path. Each step pays its own link kind's latency (the chain's NVLink, the heads' network row of
+``parts/protocols.yaml``), so the tree's latency grows with log2 of the node count, not with the
+node count, and its network steps are few.
 """
 
 from __future__ import annotations
@@ -33,8 +41,38 @@ def channel_trees(spec: CollectiveSpec, channel: int) -> tuple[list[dict[str, st
     rail = tree_parents(spec.fabric, spec.gpus, channel)
     if rail is None:
         return trees(spec.gpus), max(1, int(math.floor(math.log2(spec.n))))
-    nodes = nodes_of(spec.fabric, spec.gpus)  # the longest chain, in a node of the most GPUs
-    return rail, max(len(n) for n in nodes) - 1 + max(1, int(math.floor(math.log2(len(nodes)))))
+    chain, levels = chain_levels(spec)
+    return rail, chain + levels
+
+
+def chain_levels(spec: CollectiveSpec) -> tuple[int, int]:
+    """On a multi-node fabric: the steps of the deepest chain inside a node (its GPUs less one, in a
+    node of the most GPUs) and the levels of the tree over the k nodes' heads, floor(log2 k)
+    (NCCL ``log2i(nNodes)``, src/graph/tuning.cc), at least 1."""
+    nodes = nodes_of(spec.fabric, spec.gpus)
+    return max(len(n) for n in nodes) - 1, max(1, int(math.floor(math.log2(len(nodes)))))
+
+
+def path_delay_s(spec: CollectiveSpec, parent: dict[str, str], base: float) -> dict[tuple[str, str], float]:
+    """Delay of each edge (src, dst, both ways) of a multi-node tree: the base latency plus the
+    up-and-down path through the deepest chain and the heads' tree (module docstring), each step
+    at its own kind's protocol hop and route latency (the mean over the tree's edges of that kind:
+    inside a node, between nodes), less the edge's own route latency, which the engines charge."""
+    chain, levels = chain_levels(spec)
+    groups = {g: spec.fabric.nodes[g].group for g in spec.gpus}
+    inner = [(c, p) for c, p in parent.items() if groups[c] == groups[p]]
+    outer = [(c, p) for c, p in parent.items() if groups[c] != groups[p]]
+
+    def mean(edges, f):
+        return sum(f(a, b) for a, b in edges) / len(edges) if edges else 0.0
+
+    path = 2 * (chain * (mean(inner, spec.hop_s) + mean(inner, lambda a, b: route_lat_s(spec.fabric, a, b)))
+                + levels * (mean(outer, spec.hop_s) + mean(outer, lambda a, b: route_lat_s(spec.fabric, a, b))))
+    out = {}
+    for child, par in parent.items():
+        for src, dst in ((child, par), (par, child)):
+            out[(src, dst)] = base + path - route_lat_s(spec.fabric, src, dst)
+    return out
 
 
 def build(spec: CollectiveSpec, dag: DagBuilder) -> None:
@@ -44,24 +82,27 @@ def build(spec: CollectiveSpec, dag: DagBuilder) -> None:
     base = spec.base_s()
     per_channel = spec.nbytes / C
     per_channel_trees = [channel_trees(spec, c) for c in range(C)]
+    multi_node = tree_parents(fabric, spec.gpus, 0) is not None
     wire = spec.wire(per_channel)
-    edge: dict[tuple[str, str, int], tuple] = {}  # (src, dst, depth) -> (delay, rate, dealt paths)
+    edge: dict[tuple, tuple] = {}  # (src, dst, depth, delay) -> (delay, rate, dealt paths)
     for c in range(C):
         t = c % 2
         both, depth = per_channel_trees[c]
         parent = both[t]
         if spec.granularity == "steady":
             ways = ((False, f"tree{t}.ch{c}.up"), (True, f"tree{t}.ch{c}.down"))
+            multi = multi_node and path_delay_s(spec, parent, base)
             for child, par in parent.items():
                 if not spec.builds(child, par):  # the same pair both ways
                     continue
                 for down, tag in ways:
                     src, dst = (par, child) if down else (child, par)
-                    facts = edge.get((src, dst, depth))
+                    key = (src, dst, depth, multi[(src, dst)] if multi else 0.0)
+                    facts = edge.get(key)
                     if facts is None:
-                        facts = edge[(src, dst, depth)] = (
-                            base + 2 * depth * spec.hop_s(src, dst) + (2 * depth - 1) * route_lat_s(fabric, src, dst),
-                            spec.cta_Bps(src, dst), dealt_paths(fabric, src, dst, C))
+                        delay = multi[(src, dst)] if multi else (
+                            base + 2 * depth * spec.hop_s(src, dst) + (2 * depth - 1) * route_lat_s(fabric, src, dst))
+                        facts = edge[key] = (delay, spec.cta_Bps(src, dst), dealt_paths(fabric, src, dst, C))
                     dag.add(src, dst, wire, (), facts[0], facts[2][c], tag, facts[1])
         else:
             _chunked(dag, spec, parent, per_channel, c, base, f"tree{t}.ch{c}")
