@@ -77,7 +77,8 @@ def compare(topologies: Sequence[str | Path], op: str | None = "all_reduce", siz
 def validate(file: str | Path | None = None, threshold: float | None = None, nccl_tests: Sequence[str] = (),
              topology: str | Path | None = None, gpus: int | None = None, placement: Placement | None = None,
              op: str | None = None, env: Sequence[str] = (), strict: bool = False, run: int | None = None,
-             algo: str = "auto", protocol: str = "auto", engine: str = "auto", in_place: bool = False) -> ValidateOutcome:
+             algo: str = "auto", protocol: str = "auto", engine: str = "auto",
+             in_place: bool = False) -> ValidateOutcome:
     """``fabricsim validate``: every published figure (``file``), or with ``nccl_tests`` logs every
     size of them on ``topology``; arguments as the flags of that name. ``.failed`` lists the rows
     over the threshold (the command then exits 1); ``.to_dict()`` is its ``--json``."""

@@ -9,8 +9,8 @@ from pathlib import Path
 import networkx as nx
 
 PACKAGE = Path(__file__).resolve().parent.parent / "simulator"
-LAYERS = ("version", "units", "errors", "shipped", "hardware", "calibrate", "topology", "engine", "workloads", "metrics",
-          "runner", "reports", "cli", "api")
+LAYERS = ("version", "units", "errors", "shipped", "hardware", "calibrate", "topology", "engine", "workloads",
+          "metrics", "runner", "reports", "cli", "api")
 """Bottom to top. ``version``, ``units``, ``errors`` and ``shipped`` are leaf helpers every layer may use;
 ``calibrate`` (measuring a GPU, fitting and writing a parts override) sits on hardware alone; the
 runner runs it for ``fabricsim calibrate``."""

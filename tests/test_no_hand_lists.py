@@ -38,8 +38,9 @@ def _docstrings(tree: ast.AST) -> set[int]:
     out = set()
     for node in ast.walk(tree):
         for stmt in getattr(node, "body", []) if isinstance(getattr(node, "body", None), list) else []:
-            if isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Constant) and isinstance(stmt.value.value, str):
-                out.add(id(stmt.value))
+            value = stmt.value if isinstance(stmt, ast.Expr) else None
+            if isinstance(value, ast.Constant) and isinstance(value.value, str):
+                out.add(id(value))
     return out
 
 

@@ -117,8 +117,8 @@ def test_a_sweep_plot_hides_no_series_under_an_equal_one():
     from simulator.reports.plots.sweep import build_sweep_plot
 
     rows = [{"gpus": g, "algo": a, "topology": t, "busbw_GBps": bw}
-            for t in ("x8_ib.yaml", "x8_ib_2to1.yaml") for a, bws in (("ring", (476, 364)), ("hierarchical", (520, 496)))
-            for g, bw in zip((144, 288), bws)]
+            for t in ("x8_ib.yaml", "x8_ib_2to1.yaml")
+            for a, bws in (("ring", (476, 364)), ("hierarchical", (520, 496))) for g, bw in zip((144, 288), bws)]
     rows.append({"gpus": 288, "algo": "tree", "topology": "x8_ib.yaml", "busbw_GBps": 300.0})
     fig = build_sweep_plot(rows, ["gpus", "algo", "topology"], "busbw_GBps", "t")
     (ax,) = fig.axes
