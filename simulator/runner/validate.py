@@ -70,8 +70,8 @@ class ValidatePlan:
 
 @dataclass(frozen=True)
 class ValidateOutcome:
-    """Predicted vs published (``rows``, one per entry) or measured vs predicted (``results``: per
-    test of a log, its rows); ``failed``: rows over the threshold."""
+    """Predicted vs published (``rows``: one per entry) or measured vs predicted (``rows``: every
+    size of every log; ``results``: per test of a log, its rows); ``failed``: rows over the threshold."""
 
     request: ValidateRequest
     rows: list[dict] = field(default_factory=list)
@@ -80,8 +80,8 @@ class ValidateOutcome:
 
     @property
     def every(self) -> list[dict]:
-        """Every row: the published entries', or every size of every log."""
-        return self.rows if not self.request.logs else [r for _, rows in self.results for r in rows]
+        """Every row: the published entries', or every size of every log (``rows``)."""
+        return self.rows
 
     @property
     def failed(self) -> list[dict]:
@@ -172,4 +172,5 @@ def run_validate(planned: ValidatePlan | ValidateRequest,
                            in_place=request.in_place, threshold_pct=request.threshold_pct,
                            placement=request.placement, on_row=heard)
         results.append((run, rows))
-    return ValidateOutcome(request=request, results=results, system=planned.fabric.name)
+    return ValidateOutcome(request=request, rows=[r for _, rows in results for r in rows], results=results,
+                           system=planned.fabric.name)
