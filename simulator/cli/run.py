@@ -34,8 +34,8 @@ def register(app: typer.Typer) -> None:
                json_path=json_path, csv_path=csv_path, trace=trace, plot=plot)
 
 
-def render(request, json_path: str | None = None, csv_path: str | None = None, trace: str | None = None,  # noqa: ANN001
-           plot: str | None = None, power_plot: str | None = None) -> None:
+def render(request, json_path: str | None = None, csv_path: str | None = None,  # noqa: ANN001
+           trace: str | None = None, plot: str | None = None, power_plot: str | None = None) -> None:
     """Plan a ``run`` or ``compare`` request, check its outputs, run it with a status line, print
     its tables and warnings, and write what was asked (``--json`` is ``outcome.to_dict()``)."""
     from simulator.cli.progress import ScenarioStatus

@@ -120,10 +120,10 @@ class PlannedSweep:
 def plan(fabric: Fabric, spec: SweepSpec, observed: bool = False,
          built: dict[int, Workload] | None = None) -> PlannedSweep:
     """The one way a sweep is planned (with or without progress display, observer or callbacks):
-    every size's workload built (or taken from ``built``, and left there for a later plan), its packet unit chosen once
-    (``runner.packet_unit``; ``observed``: fine packets for an observer), and for ``auto`` one engine
-    for all sizes, by the largest (``runner.estimate.plan_sweep``), so rows of one sweep never mix
-    engines."""
+    every size's workload built (or taken from ``built``, and left there for a later plan), its
+    packet unit chosen once (``runner.packet_unit``; ``observed``: fine packets for an observer), and
+    for ``auto`` one engine for all sizes, by the largest (``runner.estimate.plan_sweep``), so rows of
+    one sweep never mix engines."""
     if spec.engine not in ENGINES:
         raise unknown_choice("engine", spec.engine, ENGINES, field="engine")
     if spec.op in OPS and spec.gpus < 2:
