@@ -119,3 +119,14 @@ def test_tokens_are_never_cut_and_system_names_do_not_stack(width):
     assert max(len(line) for line in text.splitlines()) <= width
     assert "nvls/Simple/24ch/flow" in text and "128.23" in text and "16.13" in text
     assert ("switch->gpu" in text) == (width >= 120)  # the busiest link is kept at 120, whole
+
+
+def test_a_faulted_bench_says_so_in_its_first_table_title():
+    # issue 27, item 5: with --fault the first table printed degraded numbers under the plain system name
+    result = runner.invoke(app, ["bench", "hgx_h100", "--sizes", "64M", "--engine", "flow", "--fault",
+                                 "link_down:from=hgx.gpu0,to=hgx.nvsw0"], env={"COLUMNS": "200"})
+    assert result.exit_code == 0, result.output
+    first = result.output.strip().splitlines()[0]
+    assert first.startswith("HGX H100, degraded by link_down from=hgx.gpu0 to=hgx.nvsw0: all_reduce on 8 GPUs"), first
+    healthy = runner.invoke(app, ["bench", "hgx_h100", "--sizes", "64M", "--engine", "flow"], env={"COLUMNS": "200"})
+    assert healthy.output.strip().splitlines()[0].startswith("HGX H100: all_reduce on 8 GPUs")
