@@ -189,3 +189,17 @@ def test_cx8_racks_run_xdr_rails_at_twice_the_cx7_rate(tmp_path):
     assert all(c.rate_Bps == pytest.approx(xdr) for c in network)
     nic_pcie = {c.generation for c in fabric.channels if c.fabric == "pcie" and "nic" in c.src}
     assert nic_pcie == {"pcie5"}
+
+
+@pytest.mark.parametrize("protocol,up_threads", [("Simple", 320 / 512), ("LL", 352 / 512), ("LL128", 448 / 640)])
+def test_tree_cta_splits_its_threads_between_up_and_down(x8, protocol, up_threads):
+    """NCCL's runTreeSplit (src/device/all_reduce.h) gives reduce-up 320 of 512 Simple threads
+    (nthreads/2 + 64) and 70% of the LL/LL128 warps; each half moves its share of the CTA's memory
+    rate (Hopper's measured 21.0 GB/s x 8 operations per 2 link chunks = 84 GB/s) over 3 memory
+    operations per byte (recvReduceSend up, recvCopySend down)."""
+    gpus = per_node(x8, 2, 8)
+    w = build_collective(x8, gpus, "all_reduce", 1 << 30, "tree", protocol, channels=32)
+    memory = 21.0e9 * 8 / 2
+    rates = {("down" if t.tag.endswith(".down") else "up"): t.rate_Bps for t in w.transfers}
+    assert rates["up"] == pytest.approx(memory * up_threads / 3, rel=1e-9)
+    assert rates["down"] == pytest.approx(memory * (1 - up_threads) / 3, rel=1e-9)

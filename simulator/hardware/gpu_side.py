@@ -47,6 +47,15 @@ class CollectiveLibrary(Part):
     """NCCL Simple primitive -> memory operations per chunk byte (``ring_loop`` strings them)."""
     copy_work: dict[str, int]
     """Non-ring copy op -> memory operations its CTA issues per link byte, continuously."""
+    tree_up_share: dict[str, float] = {}
+    """Protocol -> share of a tree CTA's threads that reduce up the tree (the rest broadcast down):
+    NCCL's tree kernel splits one CTA between the two (src/device/all_reduce.h ``runTreeSplit``)."""
+
+    def tree_work(self, up: bool) -> int:
+        """Memory operations per byte of an inner tree rank's primitive: up recvReduceSend (read the
+        FIFO and the input, write the parent), down recvCopySend (read the FIFO, write the output and
+        the child)."""
+        return self.ring_work["recv_reduce_send" if up else "recv_copy_send"]
 
     def slot_B(self) -> int:
         """Bytes of one FIFO slot (Simple): NCCL_BUFFSIZE / NCCL_STEPS."""

@@ -147,6 +147,17 @@ class GpuSide:
             return 0.0
         return loop.local_work / self.arch.memory_Bps(op, self.library)
 
+    def tree_Bps(self, protocol: str, up: bool) -> float:
+        """Wire bytes/s one tree CTA drives up (reduce) or down (broadcast) the tree: its memory rate
+        (all_reduce's) times the threads NCCL gives that half (``tree_up_share``, ``runTreeSplit``)
+        over the memory operations of an inner rank's primitive (``CollectiveLibrary.tree_work``)
+        (0: no limit, or a protocol without a split)."""
+        share = self.library.tree_up_share.get(protocol)
+        if self.arch is None or share is None:
+            return 0.0
+        return (self.arch.memory_Bps("all_reduce", self.library) * (share if up else 1.0 - share)
+                / self.library.tree_work(up))
+
     def slot_loop_Bps(self, op: str, hop_s: float, route_s: float) -> float:
         """Most wire bytes/s one channel's FIFO credit loop lets through between two ranks:
         the whole buffer in flight over one loop (0: no limit). The loop: data and tail flag to the

@@ -84,7 +84,7 @@ def build(spec: CollectiveSpec, dag: DagBuilder) -> None:
     per_channel_trees = [channel_trees(spec, c) for c in range(C)]
     multi_node = tree_parents(fabric, spec.gpus, 0) is not None
     wire = spec.wire(per_channel)
-    edge: dict[tuple, tuple] = {}  # (src, dst, depth, delay) -> (delay, rate, dealt paths)
+    edge: dict[tuple, tuple] = {}  # (src, dst, down, depth, delay) -> (delay, rate, dealt paths)
     for c in range(C):
         t = c % 2
         both, depth = per_channel_trees[c]
@@ -97,15 +97,25 @@ def build(spec: CollectiveSpec, dag: DagBuilder) -> None:
                     continue
                 for down, tag in ways:
                     src, dst = (par, child) if down else (child, par)
-                    key = (src, dst, depth, multi[(src, dst)] if multi else 0.0)
+                    key = (src, dst, down, depth, multi[(src, dst)] if multi else 0.0)
                     facts = edge.get(key)
                     if facts is None:
                         delay = multi[(src, dst)] if multi else (
                             base + 2 * depth * spec.hop_s(src, dst) + (2 * depth - 1) * route_lat_s(fabric, src, dst))
-                        facts = edge[key] = (delay, spec.cta_Bps(src, dst), dealt_paths(fabric, src, dst, C))
+                        facts = edge[key] = (delay, tree_Bps(spec, src, dst, down), dealt_paths(fabric, src, dst, C))
                     dag.add(src, dst, wire, (), facts[0], facts[2][c], tag, facts[1])
         else:
             _chunked(dag, spec, parent, per_channel, c, base, f"tree{t}.ch{c}")
+
+
+def tree_Bps(spec: CollectiveSpec, src: str, dst: str, down: bool) -> float:
+    """Rate limit of one channel's tree transfer: the CTA's rate (``CollectiveSpec.cta_Bps``: the
+    op's one-channel rate or the slot loop), at most the rate of the half of the CTA's threads that
+    runs this direction (``GpuSide.tree_Bps``: NCCL's ``runTreeSplit``); 0 without a GPU side."""
+    rate = spec.cta_Bps(src, dst)
+    side = spec.side
+    split = side.tree_Bps(spec.protocol.name, up=not down) if side else 0.0
+    return min(rate, split) if rate and split else rate
 
 
 def _chunked(dag, spec, parent, per_channel, c, base, tag) -> None:
@@ -126,12 +136,13 @@ def _chunked(dag, spec, parent, per_channel, c, base, tag) -> None:
             p = parent[v]
             delay = spec.hop_s(v, p) + (base if v not in children and loop == 0 else 0.0)
             up[(loop, v)] = dag.add(v, p, piece, deps, delay, channel_paths(fabric, v, p, c, C), f"{tag}.l{loop}.up",
-                                    spec.cta_Bps(v, p))
+                                    tree_Bps(spec, v, p, down=False))
         for v in reversed(order):  # parents before children
             p = parent[v]
             deps = [down[(loop, p)]] if p in parent else [up[(loop, ch)] for ch in children[p]]
             down[(loop, v)] = dag.add(p, v, piece, deps, spec.hop_s(p, v),
-                                      channel_paths(fabric, p, v, c, C), f"{tag}.l{loop}.down", spec.cta_Bps(p, v))
+                                      channel_paths(fabric, p, v, c, C), f"{tag}.l{loop}.down",
+                                      tree_Bps(spec, p, v, down=True))
 
 
 def _leaves_first(parent: dict[str, str], children: dict[str, list[str]]) -> list[str]:
