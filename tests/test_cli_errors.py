@@ -146,3 +146,27 @@ def test_every_problem_of_a_scenario_file_at_once_each_with_its_closest_choice(t
         assert message.endswith(f"did you mean {closest!r}?"), message
     lines = [message for _, _, message in found]
     assert "(allowed: name, model, batch," in lines[4]
+
+
+@pytest.mark.parametrize(("args", "expected"), [
+    # issue 27, item 7: no suggestion for --engine; a 1-GPU collective blamed on --algo
+    (["bench", "hgx_h100", "--sizes", "1M", "--engine", "packt"],
+     "fabricsim: --engine: unknown engine 'packt'; choose packet, flow, auto; did you mean 'packet'?"),
+    (["bench", "hgx_h100", "--sizes", "1M", "--gpus", "1"],
+     "fabricsim: --gpus: all_reduce is a collective: it needs at least 2 GPUs, got 1"),
+    (["run", "tp_decode", "--launch", "egaer"],
+     "fabricsim: --launch: unknown launch mode 'egaer'; choose graph, eager; did you mean 'eager'?"),
+])
+def test_a_flag_outside_its_closed_set_gets_its_closest_choice(args, expected):
+    result = runner.invoke(app, args)
+    assert result.exit_code == 2 and result.output.strip() == expected, result.output
+
+
+def test_compare_defaults_to_all_reduce_as_bench_does():
+    # issue 27, item 7: compare refused to run without --op
+    result = runner.invoke(app, ["compare", "hgx_h100", "dgx_a100", "--sizes", "1M", "--engine", "flow", "--json", "-"])
+    assert result.exit_code == 0, result.output
+    import json
+
+    (item,) = {r["workload"] for s in json.loads(result.stdout)["systems"] for r in s["rows"]}
+    assert item.startswith("all_reduce")
