@@ -192,6 +192,115 @@ def test_property_invariants_over_random_small_configurations(seed, n, max_seqs,
     assert all(b >= a + d - 1e-12 for a, b, d in zip(starts, starts[1:], [r.duration_s for r in records]))
 
 
+def reference_run(requests, config, capacity, block_tokens, cost=linear_cost):
+    """vLLM V1's schedule() written out literally, every running request visited every iteration:
+    the event-driven scheduler must give exactly its outcomes."""
+    from collections import deque
+    W, max_tokens, B = config.context_bucket_tokens, config.max_num_batched_tokens, block_tokens
+    free = capacity
+    state = {r.request_id: dict(r=r, computed=0, generated=0, held=0, decoding=False, first=None, pre=0, cached=-1)
+             for r in requests}
+    waiting, running, done = deque(), [], {}
+    t, nxt = 0.0, 0
+    while True:
+        while nxt < len(requests) and requests[nxt].arrival_s <= t:
+            waiting.append(state[nxt])
+            nxt += 1
+        if not running and not waiting:
+            if nxt == len(requests):
+                return done
+            t = requests[nxt].arrival_s
+            continue
+        budget, scheduled, preempted, i = max_tokens, [], 0, 0
+        while i < len(running) and budget > 0:
+            s = running[i]
+            new = min(s["r"].prompt_tokens + s["generated"] - s["computed"], budget)
+            need = -(-(s["computed"] + new) // B) - s["held"]
+            while need > free:
+                victim = running.pop()
+                free += victim["held"]
+                victim.update(held=0, computed=0, pre=victim["pre"] + 1, decoding=False)
+                waiting.appendleft(victim)
+                preempted += 1
+                if victim is s:
+                    break
+                need = -(-(s["computed"] + new) // B) - s["held"]
+            else:
+                free -= need
+                s["held"] += need
+                scheduled.append((s, new))
+                budget -= new
+                i += 1
+                continue
+            break
+        if not preempted:
+            while waiting and budget > 0 and len(running) < config.max_num_seqs:
+                s = waiting[0]
+                total = s["r"].prompt_tokens + s["generated"]
+                hit = config.prefix_cache_hit_fraction
+                cached = (min(int(hit * s["r"].prompt_tokens), total - 1) // B) * B if hit else 0
+                new = min(total - cached, budget)
+                if not config.chunked_prefill and new < total - cached:
+                    break
+                need = -(-(cached + new) // B)
+                if need > free:
+                    break
+                waiting.popleft()
+                free -= need
+                s.update(held=need, computed=cached)
+                if s["cached"] < 0:
+                    s["cached"] = cached
+                running.append(s)
+                scheduled.append((s, new))
+                budget -= new
+        decodes = [s for s, _ in scheduled if s["decoding"]]
+        buckets = {}
+        for s in decodes:
+            b = -(-(s["computed"] + 1) // W) * W
+            buckets[b] = buckets.get(b, 0) + 1
+        prefills = [(s, n) for s, n in scheduled if not s["decoding"]]
+        shape = BatchShape(len(decodes), tuple(sorted(buckets.items())), len(prefills), sum(n for _, n in prefills),
+                           -(-sum(s["computed"] for s, _ in prefills) // W) * W)
+        t += cost(shape)
+        for s, n in scheduled:
+            s["computed"] += n
+            if s["computed"] == s["r"].prompt_tokens + s["generated"]:
+                s["generated"] += 1
+                s["decoding"] = True
+                if s["first"] is None:
+                    s["first"] = t
+                if s["generated"] == s["r"].output_tokens:
+                    running.remove(s)
+                    free += s["held"]
+                    done[s["r"].request_id] = (s["first"], t, s["pre"], s["cached"])
+
+
+@settings(max_examples=80, deadline=None)
+@given(seed=st.integers(0, 2**16), n=st.integers(1, 30), max_seqs=st.integers(1, 6), extra_tokens=st.integers(0, 40),
+       block_tokens=st.sampled_from([1, 2, 4, 8]), spare_blocks=st.integers(0, 12), hit=st.sampled_from([0.0, 0.5]),
+       rate=st.floats(1.0, 300.0))
+def test_event_driven_scheduler_equals_the_literal_vllm_loop(seed, n, max_seqs, extra_tokens, block_tokens,
+                                                             spare_blocks, hit, rate):
+    requests = generate(PoissonArrivals(rate), UniformLength(1, 50), UniformLength(1, 40), n, seed)
+    longest = max(r.prompt_tokens + r.output_tokens - 1 for r in requests)
+    capacity = -(-longest // block_tokens) + spare_blocks
+    config = SchedulerConfig(max_seqs, max_seqs + extra_tokens, prefix_cache_hit_fraction=hit,
+                             context_bucket_tokens=8)
+    run = ContinuousBatchingScheduler(config, KVBlockAllocator(capacity, block_tokens), linear_cost).run(requests)
+    expected = reference_run(requests, config, capacity, block_tokens)
+    assert {o.request_id: (o.first_token_s, o.finish_s, o.preemptions, o.cached_prompt_tokens)
+            for o in run.outcomes} == expected
+
+
+def test_event_driven_scheduler_equals_the_literal_vllm_loop_under_heavy_preemption():
+    requests = generate(PoissonArrivals(50.0), UniformLength(20, 120), UniformLength(20, 150), 300, seed=3)
+    config = SchedulerConfig(16, 256, prefix_cache_hit_fraction=0.25, context_bucket_tokens=16)
+    run = ContinuousBatchingScheduler(config, KVBlockAllocator(40, 8), linear_cost).run(requests)
+    assert run.preemptions > 100
+    assert {o.request_id: (o.first_token_s, o.finish_s, o.preemptions, o.cached_prompt_tokens)
+            for o in run.outcomes} == reference_run(requests, config, 40, 8)
+
+
 def test_iteration_shapes_repeat_so_a_cache_hits():
     cached = lru_cache(maxsize=None)(linear_cost)
     requests = generate(PoissonArrivals(100.0), FixedLength(128), FixedLength(64), 2000, seed=1)
