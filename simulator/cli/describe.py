@@ -74,7 +74,7 @@ def print_summary(s: dict[str, Any], console: Console) -> None:
     for gen, count in s["links_by_generation"].items():
         links.add_row(gen, f"{count:,}")
     console.print(devices, links)
-    bw = _table("Bandwidth (line rate after encoding, GB = 1e9 B)", "", "GB/s per direction",
+    bw = _table("Bandwidth (data rate: after encoding and FEC, GB = 1e9 B)", "", "GB/s per direction",
                 "GB/s bidirectional")
     for fabric, v in s["per_gpu_GBps"].items():
         bw.add_row(f"per GPU, {fabric}", _n(v["per_direction"]), _n(v["bidirectional"]))

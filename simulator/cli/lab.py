@@ -54,7 +54,7 @@ def credits(
     as_json: JsonOpt = False,
     plot: PlotOpt = None,
 ) -> None:
-    """One saturated link: simulated throughput beside min(line rate, buffer / credit RTT)."""
+    """One saturated link: simulated throughput beside min(payload rate, buffer / credit RTT)."""
     from simulator.runner.labs import CreditsLab, run_lab
 
     output_plan((), plot=plot)
@@ -71,7 +71,7 @@ def credits(
     for gen in dict.fromkeys(r["generation"] for r in rows):
         mine = [r for r in rows if r["generation"] == gen]
         table = _table(f"Credit lab, {gen}: one link, saturating traffic "
-                       f"(line {mine[0]['line_GBps']:.1f} GB/s, GB = 1e9 B, one direction)",
+                       f"(payload rate {mine[0]['line_GBps']:.1f} GB/s, GB = 1e9 B, one direction)",
                        "cable", "buffer", "RTT ns", "BDP KiB", "sim GB/s", "closed GB/s", "err %",
                        "credit stall %")
         for r in mine:
@@ -106,7 +106,7 @@ def arbitration(
         return
     names = [x["input"] for x in rows[0]["inputs"]]
     table = _table(f"Arbitration lab: {inputs} inputs -> one {generation} output "
-                   f"({rows[0]['line_GBps']:.1f} GB/s per direction); share of the output, %",
+                   f"({rows[0]['line_GBps']:.1f} GB/s payload rate per direction); share of the output, %",
                    "arbiter", *names, "Jain", "starved", "output GB/s")
     weights = ""
     for r in rows:

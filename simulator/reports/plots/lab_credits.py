@@ -1,7 +1,7 @@
 """The credit lab's figure: throughput against receive buffer, one line per cable length.
 
 Markers are the packet simulation, dashed lines of the same colour the closed form
-min(line rate, buffer / RTT); one panel per link generation. GB/s = 1e9 B/s, one direction; the
+min(payload rate, buffer / RTT); one panel per link generation. GB/s = 1e9 B/s, one direction; the
 buffer axis is log2 in KiB (2^10 B).
 """
 
@@ -43,7 +43,7 @@ def build_lab_credits(rows: Sequence[Mapping]) -> Figure:
         ax.set_xlabel("receive buffer (KiB)")
         ax.set_ylabel("throughput (GB/s, one direction)")
         ax.set_ylim(0, mine[0]["line_GBps"] * 1.08)
-        ax.set_title(f"{gen}: simulated (markers), min(line rate, buffer / RTT) (dashed)", fontsize="medium")
+        ax.set_title(f"{gen}: simulated (markers), min(payload rate, buffer / RTT) (dashed)", fontsize="medium")
         ax.grid(True, alpha=0.3)
         ax.legend(title="cable", fontsize="small", loc="lower right")
     return fig

@@ -2,7 +2,7 @@
 
 Devices of one enclosure (``Node.group``: tray, server) sit together on a shaded band. Each pair of
 linked devices gets one line whatever the number of parallel links (a direction is not drawn twice);
-its width is proportional to their combined line rate per direction and its colour says NVLink, PCIe
+its width is proportional to their combined data rate per direction and its colour says NVLink, PCIe
 or network. Beyond ``MAX_DRAWN_EDGES`` device pairs one line joins each pair of enclosures instead (an NVL72's
 1,296 GPU-to-chip links become 162 tray-to-tray bundles of 8), so a rack-scale spine stays legible;
 the legend says what a line stands for, with the lanes of each link.
@@ -54,7 +54,7 @@ class Edge:
     b: str
     links: int
     rate_Bps: float
-    """Combined line rate of the parallel links, one direction (B/s)."""
+    """Combined data rate (after encoding and FEC) of the parallel links, one direction (B/s)."""
     fabric: str
     generation: str
     lanes: int = 0
@@ -184,7 +184,7 @@ def build_topology_drawing(fabric: Fabric, title: str = "") -> Figure:
         legend.setdefault(label, Line2D([], [], color=FABRIC_COLOURS.get(e.fabric, "black"),
                                         linewidth=max(0.8, lw_max * e.rate_Bps / top_rate), label=label))
     fig.legend(handles=list(legend.values()), loc="outside lower center", fontsize="small",
-               title="line rate (1 GB = 1e9 B)", title_fontsize="small")
+               title="data rate (1 GB = 1e9 B)", title_fontsize="small")
     ax.set_xlim(-0.02, 1.02)
     lowest = by_tier[min(by_tier)]
     rotated = len(lowest) > MAX_NODE_LABELS or not _labels_fit(lowest, fig.get_figwidth())
@@ -195,7 +195,7 @@ def build_topology_drawing(fabric: Fabric, title: str = "") -> Figure:
         ax.spines[side].set_visible(False)
     n_switch = sum(1 for node in fabric.nodes.values() if node.kind == "switch")
     fig.suptitle(title or f"{fabric.name}: {len(fabric.gpus)} GPUs, {n_switch} switch chips, "
-                 f"{fabric.n_links} physical links (width ∝ line rate per direction)")
+                 f"{fabric.n_links} physical links (width ∝ data rate per direction)")
     return fig
 
 
