@@ -203,3 +203,37 @@ def test_tree_cta_splits_its_threads_between_up_and_down(x8, protocol, up_thread
     rates = {("down" if t.tag.endswith(".down") else "up"): t.rate_Bps for t in w.transfers}
     assert rates["up"] == pytest.approx(memory * up_threads / 3, rel=1e-9)
     assert rates["down"] == pytest.approx(memory * (1 - up_threads) / 3, rel=1e-9)
+
+
+# ---- PXN ---------------------------------------------------------------------------------------------
+
+def test_pxn_keeps_alltoall_on_the_rails(hopper):
+    """PXN (NCCL src/graph/paths.cc): a GPU sends to a GPU of another node on another rail through
+    the NVLink peer whose NIC is on that rail, so a rail-optimized network carries it on one leaf.
+    On 9 HGX servers each GPU has 64 remote peers; 16 sit on the rails of the 2 NICs of its own
+    PCIe switch (reached without a spine), the other 48 go by a relay: 72 x 48 relayed pairs, and
+    no alltoall byte crosses a spine."""
+    from simulator.topology.routing import equal_cost_routes, hop_count
+    gpus = tuple(hopper.gpus)
+    w = build_collective(hopper, gpus, "alltoall", 1 << 26, "direct", "Simple")
+    relayed = [t for t in w.transfers if t.tag.endswith(".pxn")]
+    assert len(relayed) == 72 * 48
+    assert all(link_kind(hopper, t.src, t.dst) == "nvlink" for t in relayed)
+    assert sum(t.bytes for t in relayed) == pytest.approx(72 * 48 * (1 << 26) / 72, rel=1e-6)
+    for t in w.transfers:
+        for route in equal_cost_routes(hopper, t.src, t.dst):
+            assert not any("spine" in hopper.channels[c].dst for c in route), (t.src, t.dst)
+    # a relayed leg leaves from the relay's NIC and has the hop count of a same-rail route
+    groups = {g: hopper.nodes[g].group for g in gpus}
+    t = next(t for t in w.transfers if t.tag == "direct.alltoall" and groups[t.src] != groups[t.dst]
+             and t.src.split(".")[-1] == t.dst.split(".")[-1])
+    assert hop_count(hopper, t.src, t.dst) == 6  # GPU -> PCIe switch -> NIC -> leaf -> NIC -> PCIe switch -> GPU
+
+
+def test_pxn_relay_is_none_inside_a_node_and_on_the_own_rail(hopper):
+    from simulator.workloads.collectives.rails import pxn_relay
+    gpus = tuple(hopper.gpus)
+    a = gpus[0]
+    assert pxn_relay(hopper, gpus, a, gpus[3]) is None  # same server: NVLink
+    assert pxn_relay(hopper, gpus, a, gpus[8]) is None  # same rail on the next server
+    assert pxn_relay(hopper, gpus, a, gpus[8 + 5]) == gpus[5]  # rail 5: through local GPU 5's NIC

@@ -6,13 +6,19 @@ each peer; broadcast: the root sends S to each peer; gather: each peer sends its
 scatter: the root sends S/n to each peer (S = whole array, as nccl-tests' gather/scatter_perf do
 with ncclSend/ncclRecv); sendrecv: rank i sends S to rank i+1 (as nccl-tests' sendrecv_perf).
 One step, so both granularities are the same workload.
+
+Across nodes a transfer whose destination is on another rail goes by PXN (``rails.pxn_relay``,
+NCCL src/graph/paths.cc): over NVLink to the GPU of its node whose NIC is on that rail, and out of
+that NIC, the two legs pipelined (concurrent, the second waiting one step longer), both at the
+sender's CTA rate; a rail-optimized network then carries it on one leaf, never a spine.
 """
 
 from __future__ import annotations
 
-from simulator.workloads.collectives.base import CollectiveSpec, DagBuilder
+from simulator.workloads.collectives.base import CollectiveSpec, DagBuilder, route_lat_s
 from simulator.workloads.collectives.gpu_side import CtaRule
 from simulator.workloads.collectives.ops import P2P_OPS
+from simulator.workloads.collectives.rails import pxn_relay, rail_nodes
 from simulator.workloads.collectives.registry import AlgorithmRecord
 
 OPS = frozenset({"all_reduce", "all_gather", "reduce_scatter", "alltoall", "broadcast", "gather", "scatter",
@@ -41,10 +47,20 @@ def build(spec: CollectiveSpec, dag: DagBuilder) -> None:
     peers: dict[str, int] = {}
     for src, _, _ in todo:
         peers[src] = peers.get(src, 0) + 1
+    multi_node = rail_nodes(spec.fabric, spec.gpus) is not None
     for src, dst, size in todo:
+        ctas = max(1.0, spec.channels / peers[src])
+        relay = pxn_relay(spec.fabric, spec.gpus, src, dst) if multi_node else None
+        if relay is not None:  # PXN: over NVLink into the relay's buffer, out of the relay's NIC, pipelined
+            rate = spec.cta_Bps(src, relay, ctas)
+            first = base + spec.hop_s(src, relay)
+            if spec.builds(src, relay):
+                dag.add(src, relay, spec.wire(size), (), first, None, f"direct.{spec.op}.pxn", rate)
+            dag.add(relay, dst, spec.wire(size), (), first + route_lat_s(spec.fabric, src, relay)
+                    + spec.hop_s(relay, dst), None, f"direct.{spec.op}", rate)
+            continue
         if not spec.builds(src, dst):
             continue
-        ctas = max(1.0, spec.channels / peers[src])
         dag.add(src, dst, spec.wire(size), (), base + spec.hop_s(src, dst), None, f"direct.{spec.op}",
                 spec.cta_Bps(src, dst, ctas))
 

@@ -148,3 +148,33 @@ def tree_parents(fabric: Fabric, gpus: tuple[str, ...], channel: int) -> list[di
             parent[chains[child][0]] = chains[par][0]
         out.append(parent)
     return out
+
+
+def pxn_relay(fabric: Fabric, gpus: tuple[str, ...], src: str, dst: str) -> str | None:
+    """PXN (NCCL src/graph/paths.cc: a GPU reaches a NIC through an NVLink peer on its node,
+    ``ncclTopoGetPxnRanks``; on by default, ``NCCL_PXN_DISABLE=1`` turns it off): the GPU of the
+    job on ``src``'s node through which ``src`` sends to ``dst`` on another node, or None to send
+    from its own NIC. A relay is used when its NIC reaches ``dst`` in fewer hops than any of
+    ``src``'s own routes (on a rail-optimized network: the NIC on ``dst``'s rail, where ``src``'s
+    own traffic would cross a spine) and ``src`` reaches it over NVLink; of several, the fewest hops
+    from ``src``, then the same local index as ``dst``. NCCL relays only in the GPU -> NIC
+    direction (receiving locally, sending remotely), as here: the relay's NIC sends. Cached on the
+    fabric per (job, pair)."""
+    key = ("rails.pxn", tuple(gpus), src, dst)
+    cache = fabric.route_cache
+    if key in cache:
+        return cache[key]
+    relay = None
+    group = fabric.nodes[src].group
+    if fabric.nodes[dst].group != group and link_kind(fabric, src, dst) == "network":
+        node = next(n for n in nodes_of(fabric, gpus) if fabric.nodes[n[0]].group == group)
+        far = next(n for n in nodes_of(fabric, gpus) if fabric.nodes[n[0]].group == fabric.nodes[dst].group)
+        j = far.index(dst)
+        own = hop_count(fabric, src, dst)
+        peers = [g for g in node if g != src and link_kind(fabric, src, g) == "nvlink"]
+        best = min(peers, default=None, key=lambda g: (hop_count(fabric, g, dst), hop_count(fabric, src, g),
+                                                      node.index(g) != j, node.index(g)))
+        if best is not None and hop_count(fabric, best, dst) < own:
+            relay = best
+    cache[key] = relay
+    return relay
