@@ -211,12 +211,23 @@ class ContinuousBatchingScheduler:
         busy_s = 0.0
         cost = self.iteration_s
         observer = self.observer
+        contexts: tuple[tuple[int, int], ...] = ()
+        dirty = False
+
+        def hist_add(bucket: int, delta: int) -> None:
+            nonlocal dirty
+            count = hist.get(bucket, 0) + delta
+            if count:
+                hist[bucket] = count
+            else:
+                del hist[bucket]
+            dirty = True
 
         def preempt(s: _Seq) -> None:
             nonlocal n_decode, partial, preemptions
             if s.decoding:
                 s.generated = s.g0 + (it - 1 - s.p)
-                hist[s.bucket] -= 1
+                hist_add(s.bucket, -1)
                 n_decode -= 1
                 s.decoding = False
             if s is partial:
@@ -232,9 +243,9 @@ class ContinuousBatchingScheduler:
         def grant_decode_block(s: _Seq, context: int) -> None:
             nonlocal order
             if (context - 1) % W == 0:
-                hist[s.bucket] -= 1
+                hist_add(s.bucket, -1)
                 s.bucket += 1
-                hist[s.bucket] = hist.get(s.bucket, 0) + 1
+                hist_add(s.bucket, 1)
             if it + B <= s.finish_it:
                 order += 1
                 push(block_heap, (it + B, order, s.epoch, s))
@@ -318,8 +329,10 @@ class ContinuousBatchingScheduler:
             for s, take in prefills:
                 prefill_tokens += take
                 prefill_context += s.computed
-            shape = BatchShape(n_decode, tuple(sorted((b * W, c) for b, c in hist.items() if c)), len(prefills),
-                               prefill_tokens, -(-prefill_context // W) * W)
+            if dirty:
+                contexts = tuple(sorted((b * W, c) for b, c in hist.items()))
+                dirty = False
+            shape = BatchShape(n_decode, contexts, len(prefills), prefill_tokens, -(-prefill_context // W) * W)
             duration = cost(shape)
             if not (duration > 0 and math.isfinite(duration)):
                 raise SimulationError(f"iteration_s returned {duration!r} s for {shape}; an iteration takes a "
@@ -346,7 +359,7 @@ class ContinuousBatchingScheduler:
                 s.p, s.computed0, s.g0 = it, s.computed, s.generated
                 s.finish_it = it + s.output - s.generated
                 s.bucket = -(-s.computed // W)
-                hist[s.bucket] = hist.get(s.bucket, 0) + 1
+                hist_add(s.bucket, 1)
                 n_decode += 1
                 order += 1
                 push(finish_heap, (s.finish_it, order, s.epoch, s))
@@ -357,7 +370,7 @@ class ContinuousBatchingScheduler:
             while finish_heap and finish_heap[0][0] <= it:
                 _, _, epoch, s = pop(finish_heap)
                 if s.epoch == epoch:
-                    hist[s.bucket] -= 1
+                    hist_add(s.bucket, -1)
                     n_decode -= 1
                     s.decoding = False
                     self._finish(s, end_s, outcomes, running, kv)
