@@ -391,6 +391,7 @@ AZURE_HEAD = "TIMESTAMP,ContextTokens,GeneratedTokens\n2023-11-16 18:15:46.01167
 
 @pytest.mark.parametrize("row, line, column, words", [
     ("2023-11-16 18:15:47.0,100\n", 3, "GeneratedTokens", "missing field"),
+    ("2023-11-16 18:15:47.0,,10\n", 3, "ContextTokens", "empty field"),
     ("2023-11-16 18:15:47.0,-5,10\n", 3, "ContextTokens", "-5 is negative"),
     ("2023-11-16 18:15:47.0,100,12.5\n", 3, "GeneratedTokens", "'12.5' is not a whole number"),
     ("2023-11-16 18:15:45.0,100,10\n", 3, "TIMESTAMP", "before the row at line 2"),

@@ -144,9 +144,4 @@ class KVBlockAllocator:
         seen[block] = owner
 
 
-def tokens_fit(allocator: KVBlockAllocator, tokens: int) -> bool:
-    """Whether one request of ``tokens`` tokens fits in the whole (empty) cache."""
-    return allocator.blocks_for(tokens) <= allocator.capacity_blocks
-
-
-__all__ = ["DEFAULT_BLOCK_TOKENS", "KVBlockAllocator", "capacity_blocks", "kv_bytes_per_token", "tokens_fit"]
+__all__ = ["DEFAULT_BLOCK_TOKENS", "KVBlockAllocator", "capacity_blocks", "kv_bytes_per_token"]

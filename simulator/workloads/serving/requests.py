@@ -139,8 +139,8 @@ class PoissonArrivals:
 class GammaArrivals:
     """Gamma inter-arrival gaps of mean 1 / ``rate_per_s`` and coefficient of variation ``cv`` (the
     burstiness: shape k = 1 / cv^2, scale = 1 / (rate k); cv = 1 is Poisson, cv > 1 burstier), the
-    process BurstGPT fits to its traces (arXiv 2401.17644) and vLLM's benchmark_serving draws
-    with ``--burstiness`` (there the shape itself)."""
+    process BurstGPT models its traces' arrivals with (arXiv 2401.17644) and vLLM's benchmark_serving
+    draws with ``--burstiness`` (there the burstiness is the shape k itself)."""
 
     rate_per_s: float
     cv: float
@@ -313,9 +313,12 @@ def _cells(row: list[str], columns: Sequence[str], index: dict[str, int], name: 
     cells = {}
     for column in columns:
         i = index[column]
-        if i >= len(row) or not row[i].strip():
-            raise InputError(f"missing field (the row has {len(row)} of the header's columns); "
+        if i >= len(row):
+            raise InputError(f"missing field: the row has {len(row)} fields, the header {len(index)} or more; "
                              f"every row needs a value in each of {','.join(columns)}",
+                             file=name, line=line, field=column)
+        if not row[i].strip():
+            raise InputError(f"empty field; every row needs a value in each of {','.join(columns)}",
                              file=name, line=line, field=column)
         cells[column] = row[i].strip()
     return cells

@@ -186,12 +186,15 @@ class ContinuousBatchingScheduler:
         self.observer = observer
 
     def run(self, requests: Sequence[Request]) -> ServingRun:
-        """Serve ``requests`` (in arrival order) until every one has finished."""
+        """Serve ``requests`` (in arrival order, ``request_id`` their index) until every one has
+        finished; the observer, when given, sees each iteration after it is scheduled and costed."""
         cfg, kv = self.config, self.kv
         B, W = kv.block_tokens, cfg.context_bucket_tokens
         max_tokens, max_seqs = cfg.max_num_batched_tokens, cfg.max_num_seqs
         hit = cfg.prefix_cache_hit_fraction
         self._validate(requests)
+        if kv.used_blocks:
+            raise SimulationError(f"the KV cache starts with {kv.used_blocks} blocks held; a run needs an empty one")
         n = len(requests)
         outcomes: list[RequestOutcome | None] = [None] * n
         waiting: deque[_Seq] = deque()
