@@ -104,6 +104,23 @@ def test_saturation_throughput_is_max_num_seqs_over_the_decode_iteration():
     assert summarize(run).output_tokens_per_s == pytest.approx(expected, rel=0.03)
 
 
+def test_goodput_counts_the_requests_within_both_slos():
+    # alternating prompts of 100 and 1000 tokens, alone on the engine: TTFT 0.02 s or 0.11 s, TPOT 0.0101 s
+    requests = [Request(i, 10.0 * i, 100 if i % 2 == 0 else 1000, 5 if i < 8 else 1) for i in range(10)]
+    run, _ = checked_run(requests, SchedulerConfig(4, 2048), KVBlockAllocator(1000))
+    span = run.outcomes[-1].finish_s
+    loose = summarize(run, ttft_slo_s=0.2, tpot_slo_s=0.02)
+    assert loose.slo_attainment == 1.0 and loose.goodput_requests_per_s == pytest.approx(10 / span)
+    tight = summarize(run, ttft_slo_s=0.05)
+    assert tight.slo_attainment == 0.5 and tight.goodput_requests_per_s == pytest.approx(5 / span)
+    assert summarize(run, tpot_slo_s=0.01).slo_attainment == 0.2  # only the two 1-token requests
+    # the 1-token requests have no TPOT and are left out of its percentiles
+    assert math.isnan(run.outcomes[9].tpot_s)
+    assert summarize(run).tpot.p99_s == pytest.approx(A_S + B_S, rel=1e-9)
+    with pytest.raises(InputError, match="ttft_slo_s -1 must be a time in seconds"):
+        summarize(run, ttft_slo_s=-1)
+
+
 def test_littles_law_holds_within_its_statistical_error():
     rate = 20.0
     requests = generate(PoissonArrivals(rate), UniformLength(50, 400), UniformLength(10, 200), 20_000, seed=7)
