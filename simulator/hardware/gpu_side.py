@@ -47,6 +47,11 @@ class CollectiveLibrary(Part):
     """NCCL Simple primitive -> memory operations per chunk byte (``ring_loop`` strings them)."""
     copy_work: dict[str, int]
     """Non-ring copy op -> memory operations its CTA issues per link byte, continuously."""
+    max_channels: int = Field(64, gt=0)
+    """Most channels of a communicator (NCCL MAXCHANNELS)."""
+    search_channels: int = Field(32, gt=0)
+    """Most distinct ring/tree channels NCCL's topology search finds (MAXCHANNELS / 2); each leaves
+    a node through one NIC, and NCCL then runs every one twice (up to ``max_channels``)."""
     tree_up_share: dict[str, float] = {}
     """Protocol -> share of a tree CTA's threads that reduce up the tree (the rest broadcast down):
     NCCL's tree kernel splits one CTA between the two (src/device/all_reduce.h ``runTreeSplit``)."""

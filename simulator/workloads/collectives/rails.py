@@ -8,7 +8,10 @@ the same rail (NCCL_CROSS_NIC=0). Here channel ``c`` leaves every node from loca
 ``e = c mod m`` (m GPUs per node) and enters the next node at the local GPU ``x`` closest to ``e``
 in hops (same PCIe switch, hence same rails; ties: the next local index), each ``x`` used once; the
 GPUs in between are visited in local order over NVLink. Over m channels every GPU (and the NIC
-next to it) sends and receives exactly one inter-node hop per node boundary.
+next to it) sends and receives exactly one inter-node hop per node boundary. NCCL's search finds
+at most 32 distinct channels (MAXCHANNELS / 2, src/init.cc) and runs each twice (src/graph/connect.cc
+``ncclTopoPostset``, at most MAXCHANNELS = 64), so on nodes of more than 32 GPUs (an NVL72 rack)
+channel c leaves from local GPU c mod 32: 32 of the node's NICs carry the rings, 2 channels each.
 
 Uneven nodes (a job of 72 + 56 GPUs, or one that a placement spreads unevenly) keep rail-aware
 orders, as NCCL builds its rings and trees over nodes of any size: channel ``c`` leaves node i (m_i
@@ -25,6 +28,7 @@ NIC payload rate B_nic per node, NVLink payload rate B_nv per GPU:
 
 from __future__ import annotations
 
+from simulator.hardware.gpu_side import load_gpu_side
 from simulator.topology.fabric import Fabric
 from simulator.topology.routing import hop_count
 from simulator.workloads.collectives.base import link_kind
@@ -56,13 +60,25 @@ def rail_nodes(fabric: Fabric, gpus) -> list[tuple[str, ...]] | None:
 
 
 def rail_channels(fabric: Fabric, gpus, channels: int) -> int:
-    """``channels`` rounded down to a multiple of the GPUs per node (at least one per GPU) when
-    rail-aware orders apply, so every rail carries the same number of channels."""
+    """``channels`` rounded down to a multiple of the distinct channels per node (at least one per
+    GPU) when rail-aware orders apply, so every rail in use carries the same number of channels.
+    NCCL's search finds at most ``search_channels`` (32) distinct channels, each leaving a node
+    through one NIC, and runs each twice up to ``max_channels`` (64) (``distinct``): a node of more
+    GPUs than that (an NVL72 rack: 72) sends over 32 of its NICs, on 64 channels."""
     nodes = rail_nodes(fabric, gpus)
     if nodes is None:
         return channels
     m = max(len(n) for n in nodes)
-    return max(m, channels - channels % m)
+    lib = load_gpu_side().library
+    if m > lib.search_channels:
+        return min(lib.max_channels, 2 * lib.search_channels)
+    return min(lib.max_channels, max(m, channels - channels % m))
+
+
+def distinct(m: int) -> int:
+    """Distinct channels (exit GPUs, hence NICs) of a node of ``m`` GPUs: every GPU's, up to NCCL's
+    search limit (``search_channels``, ``rail_channels``)."""
+    return min(m, load_gpu_side().library.search_channels)
 
 
 def even(nodes: list[tuple[str, ...]]) -> bool:
@@ -98,7 +114,8 @@ def ring_orders(fabric: Fabric, gpus: tuple[str, ...], channels: int) -> list[tu
         middle = [(x + j) % m for j in range(1, m) if (x + j) % m != e]
         local.append([x, *middle, e] if x != e else [x, *middle])
     rings = [tuple(node[i] for node in nodes for i in order) for order in local]
-    return [rings[c % m] for c in range(channels)]  # channel c and c + m share one tuple
+    d = distinct(m)
+    return [rings[c % d] for c in range(channels)]  # channel c and c + d share one tuple
 
 
 def _uneven_rings(fabric: Fabric, nodes: list[tuple[str, ...]], channels: int) -> list[tuple[str, ...]]:
@@ -107,7 +124,7 @@ def _uneven_rings(fabric: Fabric, nodes: list[tuple[str, ...]], channels: int) -
     rings: dict[tuple[int, ...], tuple[str, ...]] = {}
     out = []
     for c in range(channels):
-        exits = tuple(c % len(node) for node in nodes)
+        exits = tuple(c % distinct(len(node)) for node in nodes)
         ring = rings.get(exits)
         if ring is None:
             order: list[str] = []
@@ -136,7 +153,8 @@ def tree_parents(fabric: Fabric, gpus: tuple[str, ...], channel: int) -> list[di
     if nodes is None:
         return None
     k = len(nodes)
-    chains = [node[channel % len(node):] + node[:channel % len(node)] for node in nodes]
+    heads = [channel % distinct(len(node)) for node in nodes]
+    chains = [node[h:] + node[:h] for node, h in zip(nodes, heads)]
     out = []
     for mirror in (False, True):
         parent: dict[str, str] = {}

@@ -51,7 +51,8 @@ class AlgorithmRecord:
     (``rails.rail_nodes``)."""
     rail_aware: bool = False
     """Its channels take rail-aware orders on multi-node fabrics (``rails.py``), so its default CTA
-    count is rounded to a multiple of the GPUs per node there (``rails.rail_channels``)."""
+    count is rounded to a multiple of the GPUs per node there, within NCCL's channel limits
+    (``rails.rail_channels``)."""
     nccl_algo: str = ""
     """The NCCL_ALGO value naming this algorithm (NCCL src/enqueue.cc, ``ncclAlgoStr``: Tree, Ring,
     CollNetDirect, CollNetChain, NVLS, NVLSTree, PAT; case-insensitive as NCCL reads it), so a logged
