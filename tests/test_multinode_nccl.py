@@ -237,3 +237,18 @@ def test_pxn_relay_is_none_inside_a_node_and_on_the_own_rail(hopper):
     assert pxn_relay(hopper, gpus, a, gpus[3]) is None  # same server: NVLink
     assert pxn_relay(hopper, gpus, a, gpus[8]) is None  # same rail on the next server
     assert pxn_relay(hopper, gpus, a, gpus[8 + 5]) == gpus[5]  # rail 5: through local GPU 5's NIC
+
+
+@pytest.mark.parametrize("protocol", ["LL", "LL128", "Simple"])
+def test_ring_at_one_gpu_per_node_pays_the_tree_network_latency(hopper, monkeypatch, protocol):
+    """ncclTopoTuneModel: "With ppn=1 latencies are fully exposed, use the Tree network latency":
+    a ring of 9 GPUs, one per server, pays NET Tree's hwLat on each of its 2 (9 - 1) steps."""
+    from simulator.workloads.collectives import ring
+    gpus = per_node(hopper, 9, 1)
+    table = load_protocols()
+    w = build_collective(hopper, gpus, "all_reduce", 1 << 10, "ring", protocol, channels=1)
+    monkeypatch.setattr(ring, "one_per_node", lambda spec: False)
+    flat = build_collective(hopper, gpus, "all_reduce", 1 << 10, "ring", protocol, channels=1)
+    step = table.hop_s("tree", protocol, "network") - table.hop_s("ring", protocol, "network")
+    assert {round(a.delay_s - b.delay_s, 12) for a, b in zip(w.transfers, flat.transfers)} == {
+        round(2 * (9 - 1) * step, 12)}

@@ -12,7 +12,7 @@ switch plane; on multi-node fabrics each channel's ring leaves every node throug
 from __future__ import annotations
 
 from simulator.workloads.collectives.base import (CollectiveSpec, DagBuilder, channel_paths, dealt_paths,
-                                                  n_chunks, route_lat_s)
+                                                  link_kind, n_chunks, route_lat_s)
 from simulator.workloads.collectives.rails import nodes_of, ring_orders
 from simulator.workloads.collectives.gpu_side import CtaRule
 from simulator.workloads.collectives.registry import AlgorithmRecord
@@ -88,7 +88,7 @@ def edge_latency(spec: CollectiveSpec, edges: list[tuple[str, str]],
     m steps)."""
     if not edges:
         return 0.0, 0.0
-    hops = [spec.hop_s(a, b, "ring") for a, b in edges]
+    hops = [ring_hop_s(spec, a, b) for a, b in edges]
     lats = [route_lat_s(spec.fabric, a, b) for a, b in edges]
     if min(hops) == max(hops) and min(lats) == max(lats):
         return hops[0], lats[0]
@@ -97,6 +97,27 @@ def edge_latency(spec: CollectiveSpec, edges: list[tuple[str, str]],
     total = sum(weights)
     return (sum(w * h for w, h in zip(weights, hops)) / total,
             sum(w * x for w, x in zip(weights, lats)) / total)
+
+
+def ring_hop_s(spec: CollectiveSpec, src: str, dst: str) -> float:
+    """Protocol hop latency of one ring step (``CollectiveSpec.hop_s``, the Ring row), the Tree row's
+    for a network step when every node holds one GPU (``one_per_node``)."""
+    exposed = one_per_node(spec) and link_kind(spec.fabric, src, dst) == "network"
+    return spec.hop_s(src, dst, "tree" if exposed else "ring")
+
+
+def one_per_node(spec: CollectiveSpec) -> bool:
+    """Every node holds one GPU of the call and there are several nodes: NCCL then times a ring's
+    network steps at the Tree row's network latency ("With ppn=1 latencies are fully exposed, use
+    the Tree network latency", src/graph/tuning.cc ``ncclTopoTuneModel``): no NVLink steps between
+    them hide the network's."""
+    key = ("ring.ppn1", spec.gpus)
+    cache = spec.fabric.route_cache
+    value = cache.get(key)
+    if value is None:
+        nodes = nodes_of(spec.fabric, spec.gpus)
+        value = cache[key] = len(nodes) > 1 and max(len(n) for n in nodes) == 1
+    return value
 
 
 def _chunked(dag, spec, orders, steps, per_channel, after, tag, base_s, done, program) -> None:
@@ -110,7 +131,7 @@ def _chunked(dag, spec, orders, steps, per_channel, after, tag, base_s, done, pr
     for c in range(C):
         ring = orders[c]
         edge = [(channel_paths(spec.fabric, s, ring[(i + 1) % m], c, C),
-                 spec.hop_s(s, ring[(i + 1) % m], "ring"), spec.cta_Bps(s, ring[(i + 1) % m], ring=(program, m)))
+                 ring_hop_s(spec, s, ring[(i + 1) % m]), spec.cta_Bps(s, ring[(i + 1) % m], ring=(program, m)))
                 for i, s in enumerate(ring)]
         ids: dict[tuple[int, int, int], int] = {}
         for loop in range(loops):
@@ -161,7 +182,7 @@ def chain_phase(dag: DagBuilder, spec: CollectiveSpec, chain: tuple[str, ...], d
                 if loop >= spec.window:
                     deps.append(ids[(loop - spec.window, i)])
                 ids[(loop, i)] = dag.add(src, dst, spec.wire(per_channel / loops), deps,
-                                         spec.hop_s(src, dst, "ring") + (base_s if i == 0 and loop == 0 else 0.0),
+                                         ring_hop_s(spec, src, dst) + (base_s if i == 0 and loop == 0 else 0.0),
                                          channel_paths(spec.fabric, src, dst, c, C), f"{tag}.ch{c}.l{loop}.h{i}",
                                          spec.cta_Bps(src, dst))
 
