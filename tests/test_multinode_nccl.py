@@ -215,7 +215,7 @@ def test_pxn_keeps_alltoall_on_the_rails(hopper):
     no alltoall byte crosses a spine."""
     from simulator.topology.routing import equal_cost_routes, hop_count
     gpus = tuple(hopper.gpus)
-    w = build_collective(hopper, gpus, "alltoall", 1 << 26, "direct", "Simple")
+    w = build_collective(hopper, gpus, "alltoall", 1 << 26, "direct", "Simple", pxn=True)
     relayed = [t for t in w.transfers if t.tag.endswith(".pxn")]
     assert len(relayed) == 72 * 48
     assert all(link_kind(hopper, t.src, t.dst) == "nvlink" for t in relayed)
@@ -252,3 +252,17 @@ def test_ring_at_one_gpu_per_node_pays_the_tree_network_latency(hopper, monkeypa
     step = table.hop_s("tree", protocol, "network") - table.hop_s("ring", protocol, "network")
     assert {round(a.delay_s - b.delay_s, 12) for a, b in zip(w.transfers, flat.transfers)} == {
         round(2 * (9 - 1) * step, 12)}
+
+
+def test_pxn_is_off_unless_asked_and_relays_inside_the_host(hopper, x8):
+    """Without ``pxn`` (NCCL_PXN_DISABLE=1) every GPU sends from its own NICs. With it, a GB200
+    GPU relays only through the GPUs of its own compute tray (NCCL's same-system rule): a
+    destination on a rail none of the tray's 4 NICs is on still goes by a spine."""
+    from simulator.workloads.collectives.rails import pxn_relay
+    gpus = tuple(hopper.gpus)
+    w = build_collective(hopper, gpus, "alltoall", 1 << 26, "direct", "Simple")
+    assert not [t for t in w.transfers if t.tag.endswith(".pxn")]
+    racks = per_node(x8, 2, 72)
+    a = racks[0]  # rack 0, tray 0: GPUs 0-3, NICs on rails 0-3
+    assert pxn_relay(x8, racks, a, racks[72 + 2]) == racks[2]  # rail 2: the tray's GPU 2
+    assert pxn_relay(x8, racks, a, racks[72 + 10]) is None  # rail 10: no GPU of the tray is on it

@@ -47,12 +47,14 @@ def build_collective(fabric: Fabric, gpus: list[str] | tuple[str, ...], op: str,
                      granularity: str = "steady", chunk_bytes: int = DEFAULT_CHUNK_BYTES,
                      window: int = DEFAULT_WINDOW, root: int = 0,
                      table: ProtocolTable | None = None, exposed_launch: bool = False,
-                     sample: str | None = None, kernel_fixed_s: float = 0.0) -> Workload:
+                     sample: str | None = None, kernel_fixed_s: float = 0.0, pxn: bool = False) -> Workload:
     """The transfer DAG of one collective call of ``nbytes`` (nccl-tests size convention).
 
     ``meta``: op, algo, protocol, bytes, n, busbw_factor, channels, granularity (and the tuner's
     predicted time when it chose). ``kernel_fixed_s``: the NCCL kernel's fixed cost in its launch
-    mode (``CollectiveSpec.kernel_fixed_s``). ``sample`` (the tuner's estimates only, never run): build the
+    mode (``CollectiveSpec.kernel_fixed_s``). ``pxn``: relay cross-rail point-to-point transfers
+    through an NVLink peer of the sender's host (``CollectiveSpec.pxn``, NCCL's PXN; off by default
+    here). ``sample`` (the tuner's estimates only, never run): build the
     transfers inside that node and between nodes, not those inside the other nodes
     (``CollectiveSpec.sample``).
     """
@@ -66,7 +68,7 @@ def build_collective(fabric: Fabric, gpus: list[str] | tuple[str, ...], op: str,
     if channels is not None and channels < 1:
         raise InputError(f"channels must be at least 1, not {channels}", field="channels")
     algo, protocol = check_algo(algo), check_protocol(protocol)
-    fixed = dict(channels=channels, root=root, exposed_launch=exposed_launch, kernel_fixed_s=kernel_fixed_s)
+    fixed = dict(channels=channels, root=root, exposed_launch=exposed_launch, kernel_fixed_s=kernel_fixed_s, pxn=pxn)
     try:
         meta_extra = {}
         if algo == "auto" or protocol == "auto":

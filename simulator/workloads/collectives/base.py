@@ -66,6 +66,11 @@ class CollectiveSpec:
     table_row: str = ""
     """The protocol table's algorithm row (``parts/protocols.yaml``) whose base and step latencies
     ``base_s`` and ``hop_s`` read by default (``registry.AlgorithmRecord.row``); "": ``algo``'s."""
+    pxn: bool = False
+    """PXN across nodes (NCCL src/graph/paths.cc; NCCL's default, ``NCCL_PXN_DISABLE=0``): point-to-point
+    transfers to another node's GPU on another rail relay through an NVLink peer of the sender's host
+    (``rails.pxn_relay``). False (here the default): every GPU sends from its own NICs, as with
+    ``NCCL_PXN_DISABLE=1``."""
     sample: str | None = None
     """Tuner estimates on multi-node fabrics whose nodes are alike: build the transfers inside this
     node (``Node.group``) and every transfer between nodes, skip those inside the other nodes

@@ -22,7 +22,7 @@ def build_algorithm(fabric: Fabric, gpus: tuple[str, ...], op: str, nbytes: int,
                     table: ProtocolTable, channels: int | None = None, granularity: str = "steady",
                     chunk_bytes: int = DEFAULT_CHUNK_BYTES, window: int = DEFAULT_WINDOW, root: int = 0,
                     exposed_launch: bool = False, sample: str | None = None, kernel_fixed_s: float = 0.0,
-                    meta_extra: dict | None = None) -> Workload:
+                    pxn: bool = False, meta_extra: dict | None = None) -> Workload:
     """The workload of ``op`` on ``gpus`` with the registered algorithm ``algo`` and the protocol
     ``protocol`` (neither ``auto``; arguments checked as ``build_collective`` checks them), or an
     input error saying why they cannot run it (``why_not``). ``channels``: the CTA count, None for
@@ -38,7 +38,7 @@ def build_algorithm(fabric: Fabric, gpus: tuple[str, ...], op: str, nbytes: int,
                           protocol=table.protocol(protocol), table=table, channels=channels,
                           granularity=granularity, chunk_bytes=chunk_bytes, window=window, root=root,
                           gpu=gpu, exposed_launch=exposed_launch, table_row=record.row, sample=sample,
-                          kernel_fixed_s=kernel_fixed_s)
+                          kernel_fixed_s=kernel_fixed_s, pxn=pxn)
     dag = DagBuilder(merge=sample is not None)  # an estimate: identical transfers merged
     record.build(spec, dag)
     meta = {"op": op, "algo": algo, "protocol": protocol, "bytes": int(nbytes), "n": len(gpus),

@@ -7,10 +7,11 @@ scatter: the root sends S/n to each peer (S = whole array, as nccl-tests' gather
 with ncclSend/ncclRecv); sendrecv: rank i sends S to rank i+1 (as nccl-tests' sendrecv_perf).
 One step, so both granularities are the same workload.
 
-Across nodes a transfer whose destination is on another rail goes by PXN (``rails.pxn_relay``,
-NCCL src/graph/paths.cc): over NVLink to the GPU of its node whose NIC is on that rail, and out of
-that NIC, the two legs pipelined (concurrent, the second waiting one step longer), both at the
-sender's CTA rate; a rail-optimized network then carries it on one leaf, never a spine.
+With PXN (``CollectiveSpec.pxn``; NCCL src/graph/paths.cc, on by default in NCCL, off here unless
+asked) a transfer to another node's GPU on another rail goes over NVLink to the GPU of the sender's
+host whose NIC is on that rail (``rails.pxn_relay``), and out of that NIC, the two legs pipelined
+(concurrent, the second waiting one step longer), both at the sender's CTA rate; a rail-optimized
+network then carries it on one leaf instead of a spine.
 """
 
 from __future__ import annotations
@@ -47,7 +48,7 @@ def build(spec: CollectiveSpec, dag: DagBuilder) -> None:
     peers: dict[str, int] = {}
     for src, _, _ in todo:
         peers[src] = peers.get(src, 0) + 1
-    multi_node = rail_nodes(spec.fabric, spec.gpus) is not None
+    multi_node = spec.pxn and rail_nodes(spec.fabric, spec.gpus) is not None
     for src, dst, size in todo:
         ctas = max(1.0, spec.channels / peers[src])
         relay = pxn_relay(spec.fabric, spec.gpus, src, dst) if multi_node else None

@@ -30,6 +30,7 @@ from __future__ import annotations
 
 from simulator.hardware.gpu_side import load_gpu_side
 from simulator.topology.fabric import Fabric
+from simulator.topology.placement import layout
 from simulator.topology.routing import hop_count
 from simulator.workloads.collectives.base import link_kind
 
@@ -171,8 +172,9 @@ def tree_parents(fabric: Fabric, gpus: tuple[str, ...], channel: int) -> list[di
 def pxn_relay(fabric: Fabric, gpus: tuple[str, ...], src: str, dst: str) -> str | None:
     """PXN (NCCL src/graph/paths.cc: a GPU reaches a NIC through an NVLink peer on its node,
     ``ncclTopoGetPxnRanks``; on by default, ``NCCL_PXN_DISABLE=1`` turns it off): the GPU of the
-    job on ``src``'s node through which ``src`` sends to ``dst`` on another node, or None to send
-    from its own NIC. A relay is used when its NIC reaches ``dst`` in fewer hops than any of
+    job on ``src``'s host (compute tray or server: NCCL relays only through a GPU of the same system,
+    ``NCCL_TOPO_ID_SYSTEM_ID``) through which ``src`` sends to ``dst`` on another node, or None to
+    send from its own NIC. A relay is used when its NIC reaches ``dst`` in fewer hops than any of
     ``src``'s own routes (on a rail-optimized network: the NIC on ``dst``'s rail, where ``src``'s
     own traffic would cross a spine) and ``src`` reaches it over NVLink; of several, the fewest hops
     from ``src``, then the same local index as ``dst``. NCCL relays only in the GPU -> NIC
@@ -189,7 +191,8 @@ def pxn_relay(fabric: Fabric, gpus: tuple[str, ...], src: str, dst: str) -> str 
         far = next(n for n in nodes_of(fabric, gpus) if fabric.nodes[n[0]].group == fabric.nodes[dst].group)
         j = far.index(dst)
         own = hop_count(fabric, src, dst)
-        peers = [g for g in node if g != src and link_kind(fabric, src, g) == "nvlink"]
+        host = layout(fabric).unit_of["tray"]
+        peers = [g for g in node if g != src and host[g] == host[src] and link_kind(fabric, src, g) == "nvlink"]
         best = min(peers, default=None, key=lambda g: (hop_count(fabric, g, dst), hop_count(fabric, src, g),
                                                       node.index(g) != j, node.index(g)))
         if best is not None and hop_count(fabric, best, dst) < own:
