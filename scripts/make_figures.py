@@ -169,7 +169,7 @@ def figure_gpu_side(out: Path) -> list[Path]:
     one-channel rates. Right: the slot credit loop of one channel, as a timeline of its 8 slots."""
     import matplotlib.pyplot as plt
 
-    from simulator.hardware.gpu_side import load_gpu_side
+    from simulator.hardware.nccl_gpu import load_gpu_side
 
     f = fabric("hgx_h200.yaml")
     side = load_gpu_side()

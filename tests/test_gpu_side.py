@@ -12,7 +12,7 @@ from simulator.engine.dispatch import simulate
 from simulator.engine.flow import run_flow
 from simulator.engine.packet import PacketConfig
 from simulator.engine.transfer import Transfer, Workload
-from simulator.hardware.gpu_side import load_gpu_side
+from simulator.hardware.nccl_gpu import load_gpu_side
 from simulator.runner.sweeps import SweepSpec, sweep
 from simulator.topology.builder import build_fabric
 from simulator.workloads.collectives import ALGORITHMS, build_collective

@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from simulator.hardware.gpu_side import load_gpu_side
+from simulator.hardware.nccl_gpu import load_gpu_side
 from simulator.workloads.collectives.gpu_side import GpuSide
 
 from simulator.engine.flow import run_flow

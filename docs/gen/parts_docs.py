@@ -187,7 +187,7 @@ def protocols_section() -> str:
 
 def _gpu_side_rows() -> Iterator[tuple[str, str, str]]:
     """(constant, value, source) of every number in gpu_side.yaml."""
-    from simulator.hardware.gpu_side import load_gpu_side
+    from simulator.hardware.nccl_gpu import load_gpu_side
 
     table = load_gpu_side()
     yield from _sourced_rows((("library", table.library),
@@ -202,12 +202,12 @@ def _sourced_rows(parts) -> Iterator[tuple[str, str, str]]:  # noqa: ANN001 - (p
 
 
 def gpu_side_section() -> str:
-    from simulator.hardware.gpu_side import PARTS_FILE
+    from simulator.hardware.nccl_gpu import PARTS_FILE
 
     text = (f"## The GPU side of a collective (`{rel(PARTS_FILE)}`)\n\n"
             "Per-CTA copy/reduce rates, channel counts, launch and flag latencies per GPU architecture, "
             "and NCCL's library constants (FIFO slots, chunk and slice steps, channel thresholds) "
-            "(`simulator/hardware/gpu_side.py`, used by `simulator/workloads/collectives/gpu_side.py`).\n\n")
+            "(`simulator/hardware/nccl_gpu.py`, used by `simulator/workloads/collectives/gpu_side.py`).\n\n")
     return text + table(["constant", "value", "source"], _gpu_side_rows()) + "\n"
 
 

@@ -36,7 +36,7 @@ from typing import Literal
 
 import numpy as np
 
-from simulator.hardware.gpu_side import ArchitectureSide, CollectiveLibrary, load_gpu_side
+from simulator.hardware.nccl_gpu import ArchitectureSide, CollectiveLibrary, load_gpu_side
 from simulator.topology.fabric import Fabric
 from simulator.workloads.collectives.ops import P2P_OPS, WHOLE_ARRAY_OPS
 

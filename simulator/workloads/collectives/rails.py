@@ -28,7 +28,7 @@ NIC payload rate B_nic per node, NVLink payload rate B_nv per GPU:
 
 from __future__ import annotations
 
-from simulator.hardware.gpu_side import load_gpu_side
+from simulator.hardware.nccl_gpu import load_gpu_side
 from simulator.topology.fabric import Fabric
 from simulator.topology.placement import layout
 from simulator.topology.routing import hop_count

@@ -1,4 +1,4 @@
-"""The GPU side of a collective: per-channel copy/reduce rates, channel counts, launch and flag
+"""NCCL's GPU side as parts: per-channel copy/reduce rates, channel counts, launch and flag
 latencies per GPU architecture, and the NCCL library constants (FIFO slots, chunk and slice steps,
 channel thresholds).
 
