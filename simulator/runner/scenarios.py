@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from simulator.engine.packet import EngineObserver
-from simulator.errors import InputError, Origin
+from simulator.errors import InputError, Origin, unknown_choice
 from simulator.hardware.faults import FaultSpec
 from simulator.hardware.kernels import LAUNCH_MODES
 from simulator.runner.estimate import SweepPlan
@@ -71,7 +71,7 @@ class ScenarioOutcome:
     """A scenario or a comparison: per-system rows (``systems``, one
     :class:`simulator.runner.scenario_run.SystemResult` per topology, or two with faults: healthy
     and degraded), the scenario's warnings, and the comparison paragraph (``summary``: written by
-    ``reports.scenario_text.summarized``, empty for one system)."""
+    ``reports.outcomes.summarized``, empty for one system)."""
 
     name: str
     systems: list[SystemResult] = field(default_factory=list)
@@ -99,8 +99,6 @@ def plan_scenario(request: ScenarioRequest) -> ScenarioPlan:
     """The request checked and made concrete: the scenario loaded (or made from ``op``), its
     topologies found (files or shipped names), faults read with their origins, inputs listed."""
     if request.launch is not None and request.launch not in LAUNCH_MODES:
-        from simulator.errors import unknown_choice
-
         raise unknown_choice("launch mode", request.launch, LAUNCH_MODES, field="--launch")
     for value in request.parts:
         if not Path(value).is_file():
@@ -156,7 +154,7 @@ def run_request(planned: ScenarioPlan | ScenarioRequest, observer: EngineObserve
                 on_hops: Callable[[str, str, int, int], None] | None = None) -> ScenarioOutcome:
     """Run a planned (or a plain) request: every item on every topology (``runner.scenario_run``);
     the callbacks watch, they never change what runs. The outcome's ``summary`` is left to
-    ``reports.scenario_text.summarized``."""
+    ``reports.outcomes.summarized``."""
     planned = planned if isinstance(planned, ScenarioPlan) else plan_scenario(planned)
     plans: list[tuple[str, str, SweepPlan]] = []
 
