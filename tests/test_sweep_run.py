@@ -101,3 +101,20 @@ def test_an_unreachable_scheduler_is_an_input_error(tmp_path):
 
     with pytest.raises(InputError, match="cannot reach the Dask scheduler"):
         run_points(_sweep(tmp_path, "4K").points, execute, scheduler="tcp://127.0.0.1:9", cache=ResultCache(None))
+
+
+def test_a_bench_point_is_bench_itself_and_placement_is_an_axis(tmp_path):
+    # issue 24: a sweep could not vary where a job's GPUs are; issue 26: a sweep point ran its own
+    # path (measure) where bench plans (one engine choice, one packet unit per size)
+    import simulator
+    from simulator.topology.placement import Placement
+
+    path = tmp_path / "p.yaml"
+    path.write_text("name: placement\nbase:\n  bench: {topology: gb200_nvl72_x8_ib, op: all_reduce, bytes: 1G, "
+                    "engine: flow, gpus: 128}\naxes:\n  per_rack: [64, 72]\n")
+    rows = [execute(p.payload)["rows"][0] for p in load_sweep(path).points]
+    for row, per_rack in zip(rows, (64, 72)):
+        bench = simulator.bench("gb200_nvl72_x8_ib", sizes="1G", engine="flow", gpus=128,
+                                placement=Placement(per_rack=per_rack)).rows[0]
+        assert (row["gpus"], row["busbw_GBps"], row["algo"]) == (128, bench["busbw_GBps"], bench["algo"])
+    assert rows[0]["busbw_GBps"] != rows[1]["busbw_GBps"]  # 64 + 64 GPUs is not 72 + 56

@@ -8,8 +8,8 @@
       cable_m: [0.5, 2, 10]
 
 The points are the product of the axes in file order (the last axis varies fastest). An axis is a
-field of the base (``bench``: topology, op, gpus, bytes, algo, protocol, engine, packet_bytes,
-seed; ``credit_lab``: generation, buffer, cable_m; ``scenario``: topology, engine, seed) or a
+field of the base (``bench``: topology, op, gpus, the placement fields per_rack, per_tray,
+per_node, ranks and hosts, bytes, algo, protocol, engine, packet_bytes, seed; ``credit_lab``: generation, buffer, cable_m; ``scenario``: topology, engine, seed) or a
 dotted path into the base's topology (``topology.links.rails.cable.length``,
 ``topology.enclosures.rack.links.nvlink_spine.credit_buffer``) or scenario
 (``scenario.workloads.<name>.sizes``). Each point carries a self-contained payload (the topology or
@@ -74,13 +74,25 @@ class _Model(BaseModel):
 
 
 class BenchBase(_Model):
-    """One collective or copy on the first ``gpus`` GPUs of a topology, at one size."""
+    """One collective or copy on ``gpus`` GPUs of a topology, at one size: the first in rank order,
+    or where the placement fields put them (as ``fabricsim bench``'s flags of those names; each may
+    be an axis: ``per_rack: [36, 64, 72]``)."""
 
     topology: str
-    """Topology file, relative to the sweep file."""
+    """Topology file, relative to the sweep file, or a shipped topology's name."""
     op: str = "all_reduce"
     gpus: int | None = Field(None, ge=1)
-    """First N GPUs in rank order (default: all)."""
+    """GPUs of the job (default: all, or what the placement gives)."""
+    per_rack: int | None = Field(None, ge=1)
+    """GPUs from each rack (NVLink domain), racks in rank order, trays whole (``--per-rack``)."""
+    per_tray: int | None = Field(None, ge=1)
+    """GPUs from each compute tray (``--per-tray``)."""
+    per_node: int | None = Field(None, ge=1)
+    """GPUs from each node, the topology's enclosures (``--per-node``)."""
+    ranks: str | None = None
+    """Explicit ranks in job order, ``0-63,72-135`` (``--ranks``)."""
+    hosts: str | None = None
+    """Slurm-style host list, ``rack[0-1]-tray[0-15]`` (``--hosts``)."""
     bytes: int = 1 << 30
     """Message size: 64M, 1G or bytes (nccl-tests convention)."""
     algo: str = "auto"

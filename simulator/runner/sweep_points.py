@@ -12,6 +12,8 @@ from typing import Any
 
 from simulator.errors import InputError, SimulationError
 
+PLACEMENT_KEYS = ("per_rack", "per_tray", "per_node", "ranks", "hosts")
+"""A bench base's placement fields (``topology.placement.Placement``'s)."""
 BENCH_KEYS = ("time_us", "algbw_GBps", "busbw_GBps", "algo", "protocol", "engine", "energy_J")
 LAB_KEYS = ("line_GBps", "simulated_GBps", "closed_form_GBps", "rtt_ns", "bdp_bytes", "limited_by",
             "credit_stall_pct")
@@ -30,17 +32,22 @@ def execute(payload: dict[str, Any]) -> dict[str, Any]:
 
 
 def _bench(payload: dict[str, Any]) -> list[dict]:
-    from simulator.runner.sweeps import SweepSpec, build_workload, measure
+    """One size through ``runner.sweeps.sweep``: planned as ``fabricsim bench`` plans it (one
+    engine choice, one packet unit), on the GPUs the placement fields give."""
+    from simulator.runner.sweeps import SweepSpec, select_gpus, sweep
     from simulator.topology.builder import build_fabric
+    from simulator.topology.placement import Placement
     from simulator.topology.validate import validate_topology
 
     spec = payload["spec"]
     fabric = build_fabric(validate_topology(payload["topology"], payload["sources"]))
-    sweep = SweepSpec(op=spec["op"], gpus=spec["gpus"] or len(fabric.gpus), sizes=(spec["bytes"],),
-                      algo=spec["algo"], protocol=spec["protocol"], engine=spec["engine"],
-                      packet_bytes=spec["packet_bytes"], seed=spec["seed"])
-    row = measure(fabric, build_workload(fabric, sweep, spec["bytes"]), sweep)
-    return [{"gpus": sweep.gpus, "bytes": spec["bytes"], **{k: row.get(k) for k in BENCH_KEYS}}]
+    where = {k: spec.get(k) for k in PLACEMENT_KEYS}
+    placement = Placement(**where) if any(v is not None for v in where.values()) else None
+    n = len(select_gpus(fabric, spec["gpus"] or (None if placement else len(fabric.gpus)), placement))
+    one = SweepSpec(op=spec["op"], gpus=n, sizes=(spec["bytes"],), algo=spec["algo"], protocol=spec["protocol"],
+                    engine=spec["engine"], packet_bytes=spec["packet_bytes"], seed=spec["seed"], placement=placement)
+    (row,) = sweep(fabric, one)
+    return [{"gpus": n, "bytes": spec["bytes"], **{k: row.get(k) for k in BENCH_KEYS}}]
 
 
 def _credit_lab(payload: dict[str, Any]) -> list[dict]:
