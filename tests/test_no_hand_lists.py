@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from simulator.engine.dispatch import ENGINES
+from simulator.engine.choices import ENGINES
 from simulator.hardware.protocols import PROTOCOL_NAMES
 from simulator.topology.switch_designs import CROSSBAR_MODES, DESIGN_NAMES, QUEUEINGS
 from simulator.workloads.collectives import ALGORITHM_NAMES
@@ -22,7 +22,7 @@ REGISTRIES = {
     "switch designs": (DESIGN_NAMES, {"topology/switch_designs.py"}, 2),
     "protocols": (PROTOCOL_NAMES, {"hardware/protocols.py"}, 2),
     "ops": (OPS, {"workloads/collectives/ops.py"}, len(OPS)),
-    "engines": (ENGINES, {"engine/dispatch.py"}, 2),
+    "engines": (ENGINES, {"engine/choices.py"}, 2),
     "crossbar modes": (CROSSBAR_MODES, {"topology/switch_designs.py"}, 2),
     "queueings": (QUEUEINGS, {"topology/switch_designs.py", "workloads/labs/hol.py"}, 2),
 }

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Annotated, Optional
 
 import typer
 
-from simulator.engine.dispatch import ENGINES
+from simulator.engine.choices import ENGINES
 from simulator.errors import InputError
 from simulator.topology.switch_designs import (CROSSBAR_MODES, DESIGN_NAMES, QUEUEINGS, crossbar_help,
                                                switch_design_help)

@@ -9,19 +9,15 @@ from __future__ import annotations
 
 from dataclasses import replace
 from collections.abc import Callable
-from typing import Literal
 
 from simulator.engine.flow import FlowConfig, run_flow
+from simulator.engine.choices import ENGINES, EngineName
 from simulator.engine.packet import EngineObserver, PacketConfig, run_packet
 from simulator.engine.result import RunResult
 from simulator.engine.transfer import Workload
 from simulator.errors import InputError
 from simulator.topology.fabric import Fabric
 from simulator.topology.routing import equal_cost_routes
-
-EngineName = Literal["packet", "flow", "auto"]
-"""``packet``: every packet and credit; ``flow``: max-min fair flows; ``auto``: by estimated packet-hops."""
-ENGINES: tuple[str, ...] = EngineName.__args__  # type: ignore[attr-defined]
 
 AUTO_PACKET_HOP_BUDGET = 300_000
 """Above this many estimated packet-hops ``auto`` uses the flow engine. Assumption: a few seconds is

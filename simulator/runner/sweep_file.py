@@ -28,7 +28,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from simulator.engine.dispatch import EngineName
+from simulator.engine.choices import EngineName
 from simulator.version import __version__
 from simulator.errors import InputError
 from simulator.runner.cache import code_fingerprint

@@ -35,7 +35,7 @@ from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, model_validator
 
 from simulator.errors import InputError, raise_all
 from simulator.shipped import beside as shipped_beside
-from simulator.engine.dispatch import EngineName
+from simulator.engine.choices import EngineName
 from simulator.hardware.faults import FaultSpec
 from simulator.hardware.protocols import IDEAL, PROTOCOL_NAMES
 from simulator.topology.fabric import Fabric
