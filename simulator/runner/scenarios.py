@@ -23,7 +23,7 @@ from simulator.runner.tables import rows_frame
 from simulator.shipped import find, not_found
 from simulator.topology.builder import topology_files
 from simulator.topology.fault_file import fault_inputs, read_faults
-from simulator.topology.placement import Placement
+from simulator.topology.placement import FLAGS, Placement
 from simulator.workloads.scenario import ScenarioModel, load_scenario, op_scenario, scenario_files
 
 @dataclass(frozen=True, slots=True)
@@ -142,9 +142,7 @@ def _check_compare(request: ScenarioRequest) -> None:
     if request.op is not None and request.scenario is not None:
         raise InputError("give either --op (with --sizes) or --scenario, not both", field="op")
     if request.scenario is not None and (request.placement or request.gpus):
-        p = request.placement
-        flag = ("--gpus" if request.gpus else "--per-rack" if p.per_rack else "--per-tray" if p.per_tray
-                else "--per-node" if p.per_node else "--ranks" if p.ranks else "--hosts")
+        flag = FLAGS["gpus"] if request.gpus else request.placement.flag
         raise InputError("only with --op: a scenario's items say their GPUs (gpus:, tp:, placement:)", field=flag)
 
 

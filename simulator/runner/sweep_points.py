@@ -7,13 +7,12 @@ so the sweep reports it beside the finished points. Payloads come from
 
 from __future__ import annotations
 
+from dataclasses import fields
 from pathlib import Path
 from typing import Any
 
 from simulator.errors import InputError, SimulationError
 
-PLACEMENT_KEYS = ("per_rack", "per_tray", "per_node", "ranks", "hosts")
-"""A bench base's placement fields (``topology.placement.Placement``'s)."""
 BENCH_KEYS = ("time_us", "algbw_GBps", "busbw_GBps", "algo", "protocol", "engine", "energy_J")
 LAB_KEYS = ("line_GBps", "simulated_GBps", "closed_form_GBps", "rtt_ns", "bdp_bytes", "limited_by",
             "credit_stall_pct")
@@ -41,7 +40,7 @@ def _bench(payload: dict[str, Any]) -> list[dict]:
 
     spec = payload["spec"]
     fabric = build_fabric(validate_topology(payload["topology"], payload["sources"]))
-    where = {k: spec.get(k) for k in PLACEMENT_KEYS}
+    where = {f.name: spec.get(f.name) for f in fields(Placement)}
     placement = Placement(**where) if any(v is not None for v in where.values()) else None
     n = len(select_gpus(fabric, spec["gpus"] or (None if placement else len(fabric.gpus)), placement))
     one = SweepSpec(op=spec["op"], gpus=n, sizes=(spec["bytes"],), algo=spec["algo"], protocol=spec["protocol"],

@@ -117,23 +117,22 @@ class ValidateOutcome:
         return rows_frame(self.every)
 
 
-_LOG_ONLY = (("topology", "topology"), ("gpus", "gpus"), ("op", "op"), ("in_place", "in_place"),
-             ("--per-rack", "per_rack"), ("--per-tray", "per_tray"), ("--per-node", "per_node"),
-             ("--ranks", "ranks"), ("--hosts", "hosts"), ("env", "env"), ("strict", "strict"), ("run", "run"))
-"""(flag, field) of settings that only a log run uses (placement fields read off the placement)."""
+def _log_only(request: ValidateRequest) -> list[tuple[str, object]]:
+    """(flag, value) of the settings only a log run uses, in the order errors name them."""
+    placement = request.placement
+    return [("topology", request.topology), ("gpus", request.gpus), ("op", request.op), ("in_place", request.in_place),
+            (placement.flag if placement else "placement", placement and not placement.is_default),
+            ("env", request.env), ("strict", request.strict), ("run", request.run),
+            ("algo", request.algo != "auto"), ("protocol", request.protocol != "auto"),
+            ("engine", request.engine != "auto")]
 
 
 def plan_validate(request: ValidateRequest) -> ValidatePlan:
     """The request checked (log settings without logs are errors naming the flag) and made
     concrete: entries loaded, or logs read and the topology built."""
     if not request.logs:
-        placement = request.placement
-        for flag, name in _LOG_ONLY:
-            value = getattr(placement, name, None) if flag.startswith("--") else getattr(request, name)
+        for flag, value in _log_only(request):
             if value:
-                raise InputError("only with --nccl-tests LOG (it sets up the simulation of a log)", field=flag)
-        for flag, value in (("algo", request.algo), ("protocol", request.protocol), ("engine", request.engine)):
-            if value != "auto":
                 raise InputError("only with --nccl-tests LOG (it sets up the simulation of a log)", field=flag)
         path = Path(request.file) if request.file else find(DEFAULT_FILE, "validation")
         entries = load_published(path)

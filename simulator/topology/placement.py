@@ -75,6 +75,12 @@ class Placement:
     def is_default(self) -> bool:
         return all(getattr(self, f.name) is None for f in fields(self))
 
+    @property
+    def flag(self) -> str | None:
+        """The flag (``FLAGS``) of the first field given, for errors about the placement as a
+        whole; None when no field is."""
+        return next((FLAGS[f.name] for f in fields(self) if getattr(self, f.name) is not None), None)
+
     def per(self) -> tuple[str, int] | None:
         """(level, count) of the ``per_*`` count given, or None."""
         for level in LEVELS:
