@@ -9,10 +9,8 @@ then in the source checkout the package was imported from (``<checkout>/<kind>/`
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING
 
-if TYPE_CHECKING:
-    from simulator.errors import InputError
+from simulator.errors import InputError, did_you_mean
 
 KINDS = ("topologies", "scenarios", "validation")
 """The folders of shipped data."""
@@ -28,10 +26,7 @@ def roots(kind: str) -> list[Path]:
 def find(name: str | Path, kind: str) -> Path:
     """``name`` as given if that file exists, else the shipped ``kind`` file of that name (with or
     without ``.yaml``); else ``name`` unchanged (the caller reports it missing)."""
-    path = Path(name)
-    if path.is_file() or path.is_absolute():
-        return path
-    return next((c for c in _shipped(path, kind) if c.is_file()), path)
+    return beside(name, ".", kind)  # a path relative to the working directory, else a shipped name
 
 
 def _shipped(path: Path, kind: str) -> list[Path]:
@@ -54,8 +49,6 @@ def beside(name: str | Path, folder: str | Path, kind: str) -> Path:
 def not_found(name: str | Path, kind: str, what: str) -> InputError:
     """The error for a ``kind`` file that is neither a path nor a shipped name: "no such scenario
     file (nor a shipped scenario of that name: see fabricsim list); did you mean 'tp_decode'?"."""
-    from simulator.errors import InputError, did_you_mean
-
     names = [p.stem for p in listing(kind)]
     return InputError(f"no such {what} file (nor a shipped {what} of that name: see fabricsim list)"
                       f"{did_you_mean(Path(name).stem, names)}", file=str(name))
