@@ -96,7 +96,8 @@ def test_every_preset_has_a_source_and_a_consistent_shape():
     assert {"llama-3-8b", "llama-3-70b", "llama-3.1-405b"} <= set(preset_names())
     for name, p in presets().items():
         assert "config.json" in p.source, name
-        assert p.heads * p.head_dim == p.hidden, name
+        # DeepSeek-V3's 128 heads of 128 project back to hidden 7168 (o_proj 16384 -> 7168)
+        assert p.heads * p.head_dim == p.hidden or name == "deepseek-v3-like", name
         assert p.heads % p.kv_heads == 0, name
     assert presets()["llama-3-70b"].fields() == {**L70, "source": presets()["llama-3-70b"].source}
     assert find_preset("META-LLAMA/Meta-Llama-3-70B")[0] == "llama-3-70b"
@@ -251,3 +252,21 @@ def test_ring_attention_context_must_split_evenly(tmp_path):
     assert (err.value.line, err.value.field) == (8, "workloads[0].context")
     assert "8200 tokens do not split into 16 equal chunks (2 per GPU, zigzag); use a multiple of 16 (8192 or 8208)" \
         == err.value.message
+
+
+@pytest.mark.parametrize("name, published, rel", [
+    ("mixtral-8x7b", 46.7e9, 5e-3),      # Mixtral of Experts (Jiang et al. 2024): 46.7B total parameters
+    ("deepseek-v3-like", 671e9, 1e-2),   # DeepSeek-V3 technical report: 671B (MTP module excluded); GQA stand-in
+])
+def test_moe_presets_hold_their_published_parameter_count(name, published, rel):
+    """Every expert, shared expert, router, dense layer, attention and embedding counted once (tp 1, ep 1)."""
+    from simulator.workloads.serving.scenario import ServedModelSpec
+
+    m = ServedModelSpec.model_validate(name).shape(1, 1)
+    params = weight_params_per_gpu(m)
+    assert params["layers"] + params["embedding_and_head"] == pytest.approx(published, rel=rel)
+    # at ep 8 each GPU holds 1/8 of the routed experts, whole: the routed weights shrink 8x, the rest stays
+    m8 = ServedModelSpec.model_validate(name).shape(1, 8)
+    one = 3 * m.hidden * m.moe_ffn_hidden
+    routed = m.moe_layers * m.experts * one
+    assert weight_params_per_gpu(m8)["layers"] == pytest.approx(params["layers"] - routed + routed / 8, rel=1e-9)

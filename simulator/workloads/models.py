@@ -16,6 +16,8 @@ from pydantic import BaseModel, ConfigDict, Field
 MODELS_FILE = Path(__file__).with_name("models.yaml")
 SHAPE_FIELDS = ("layers", "hidden", "heads", "kv_heads", "head_dim", "ffn_hidden", "vocab")
 """The shape numbers a preset gives (``ModelSpec``'s fields of the same names)."""
+MOE_FIELDS = ("experts", "experts_per_token", "moe_ffn_hidden", "shared_experts", "dense_layers")
+"""The mixture-of-experts numbers a preset of an MoE model adds (``ServedModelSpec``'s fields)."""
 
 
 class ModelPreset(BaseModel):
@@ -32,12 +34,27 @@ class ModelPreset(BaseModel):
     head_dim: int = Field(ge=1)
     ffn_hidden: int = Field(ge=1)
     vocab: int = Field(ge=1)
+    experts: int = Field(default=0, ge=0)
+    """Routed experts of an MoE layer (config.json num_local_experts or n_routed_experts); 0: dense."""
+    experts_per_token: int = Field(default=0, ge=0)
+    """num_experts_per_tok."""
+    moe_ffn_hidden: int = Field(default=0, ge=0)
+    """One expert's inner width (moe_intermediate_size; Mixtral: intermediate_size)."""
+    shared_experts: int = Field(default=0, ge=0)
+    """n_shared_experts."""
+    dense_layers: int = Field(default=0, ge=0)
+    """Leading dense layers (first_k_dense_replace)."""
     source: str = Field(min_length=1)
     """Where the numbers come from (the model's config.json)."""
 
+    @property
+    def is_moe(self) -> bool:
+        return self.experts > 0
+
     def fields(self) -> dict:
-        """The ModelSpec fields this preset sets (shape and source)."""
-        return {**{k: getattr(self, k) for k in SHAPE_FIELDS}, "source": self.source}
+        """The ModelSpec fields this preset sets (shape, MoE numbers of an MoE model, and source)."""
+        moe = {k: getattr(self, k) for k in MOE_FIELDS} if self.is_moe else {}
+        return {**{k: getattr(self, k) for k in SHAPE_FIELDS}, **moe, "source": self.source}
 
 
 class _ModelsFile(BaseModel):

@@ -74,6 +74,9 @@ class ModelSpec(_Item):
     a named model with overrides (``{preset: llama-3-70b, dtype: fp8}``), or the published config's
     numbers written out."""
 
+    allows_moe: ClassVar[bool] = False
+    """Whether a mixture-of-experts model may be named (``fabricsim serve``'s model may; decode,
+    prefill and ring-attention items model a dense MLP, so there it is an error)."""
     optional: ClassVar[tuple[str, ...]] = ()
     """Shape fields this kind of item may leave out (none: decode, prefill and ring attention run
     the whole layer and hold the whole model)."""
@@ -120,6 +123,9 @@ class ModelSpec(_Item):
                 raise ValueError(unknown_choice("model", name, preset_names()).message
                                  + " (simulator/workloads/models.yaml; or write the numbers out)")
             key, preset = found
+            if preset.is_moe and not cls.allows_moe:
+                raise ValueError(f"model {key!r} is a mixture of experts; decode, prefill and ring-attention "
+                                 "items model a dense MLP: serve it with fabricsim serve (a serving scenario)")
             written = {k: v for k, v in data.items() if k != "preset"}
             changed = sorted(k for k in written if k in SHAPE_FIELDS and written[k] != getattr(preset, k))
             base = preset.fields()

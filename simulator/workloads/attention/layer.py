@@ -181,17 +181,7 @@ def step_cost(gk: GpuKernels, m: ModelShape, phase: str, flash_decoding: bool = 
     ffn = max(1, m.ffn_hidden // tp) if m.ffn_hidden else 0
     attn, mlp = PhaseCost(), PhaseCost()
     if stack == "fused":
-        attn.add(_norm(gk, "add+rmsnorm", tokens, m.hidden, s),
-                 gk.gemm("qkv_proj", tokens, qkv_n, m.hidden, m.dtype),
-                 _ew(gk, "rotary", 2.0 * tokens * (h + hkv) * d * s, "elementwise"),
-                 _ew(gk, "kv_cache_write", 2.0 * tokens * 2 * hkv * d * s, "copy"),
-                 _attention(gk, m, phase, flash_decoding),
-                 gk.gemm("o_proj", tokens, m.hidden, h * d, m.dtype))
-        mlp.add(_norm(gk, "add+rmsnorm", tokens, m.hidden, s))
-        if ffn:
-            mlp.add(gk.gemm("gate_up_proj", tokens, 2 * ffn, m.hidden, m.dtype),
-                    _ew(gk, "silu_and_mul", 3.0 * tokens * ffn * s, "activation"),
-                    gk.gemm("down_proj", tokens, m.hidden, ffn, m.dtype))
+        attn, mlp = fused_layer(gk, m, tokens, (_attention(gk, m, phase, flash_decoding),))
     else:
         attn.add(_norm(gk, "rmsnorm", tokens, m.hidden, s, fused_add=False),
                  gk.gemm("qkv_proj", tokens, qkv_n, m.hidden, m.dtype),
@@ -211,10 +201,53 @@ def step_cost(gk: GpuKernels, m: ModelShape, phase: str, flash_decoding: bool = 
                     _ew(gk, "mul", 3.0 * tokens * ffn * s, "elementwise"),
                     gk.gemm("down_proj", tokens, m.hidden, ffn, m.dtype))
         mlp.add(_ew(gk, "residual_add", 3.0 * tokens * m.hidden * s, "elementwise"))
+    embed, head = step_ends(gk, m, tokens, m.batch, fused=stack == "fused")
+    return StepCost(m.layers, attn, mlp, embed, head, gk.launch)
+
+
+def step_ends(gk: GpuKernels, m: ModelShape, tokens: int, sequences: int, fused: bool = True
+              ) -> tuple[PhaseCost, PhaseCost]:
+    """The once-per-step kernels: the embedding gather of ``tokens`` rows, and the final RMSNorm +
+    LM head on the last token of each of ``sequences`` (the logits of its next token); none without
+    a vocabulary."""
     embed, head = PhaseCost(), PhaseCost()
     if m.vocab:
+        s = m.dtype_bytes
         embed.add(_ew(gk, "embedding", 2.0 * tokens * m.hidden * s, "copy"))
-        # the LM head runs on the last token of each sequence only (logits of the next token)
-        head.add(_norm(gk, "final_rmsnorm", m.batch, m.hidden, s, fused_add=stack == "fused"),
-                 gk.gemm("lm_head", m.batch, max(1, m.vocab // tp), m.hidden, m.dtype))
-    return StepCost(m.layers, attn, mlp, embed, head, gk.launch)
+        head.add(_norm(gk, "final_rmsnorm", sequences, m.hidden, s, fused_add=fused),
+                 gk.gemm("lm_head", sequences, max(1, m.vocab // m.tp), m.hidden, m.dtype))
+    return embed, head
+
+
+def fused_layer(gk: GpuKernels, m: ModelShape, tokens: int, attention: tuple[KernelCost, ...]
+                ) -> tuple[PhaseCost, PhaseCost]:
+    """One layer in the ``fused`` sequence for ``tokens`` rows (decode tokens and prefill chunks
+    together, as a serving engine batches them), with the ``attention`` kernels given (one per
+    kind of sequence the batch holds); the MLP half is the dense gated MLP (``ffn_hidden / tp``
+    wide). An MoE layer's MLP half is ``attention.moe.moe_mlp``."""
+    s, d = m.dtype_bytes, m.head_dim
+    h, hkv = m.heads_per_gpu, m.kv_heads_per_gpu
+    attn = PhaseCost().add(_norm(gk, "add+rmsnorm", tokens, m.hidden, s),
+                           gk.gemm("qkv_proj", tokens, (h + 2 * hkv) * d, m.hidden, m.dtype),
+                           _ew(gk, "rotary", 2.0 * tokens * (h + hkv) * d * s, "elementwise"),
+                           _ew(gk, "kv_cache_write", 2.0 * tokens * 2 * hkv * d * s, "copy"),
+                           *attention,
+                           gk.gemm("o_proj", tokens, m.hidden, h * d, m.dtype))
+    mlp = PhaseCost().add(_norm(gk, "add+rmsnorm", tokens, m.hidden, s))
+    ffn = max(1, m.ffn_hidden // m.tp) if m.ffn_hidden else 0
+    if ffn:
+        mlp.add(*gated_mlp(gk, m, tokens, ffn))
+    return attn, mlp
+
+
+def gated_mlp(gk: GpuKernels, m: ModelShape, tokens: int, width: int, prefix: str = "") -> list[KernelCost]:
+    """A gated MLP ``width`` wide on ``tokens`` rows, fused: gate+up GEMM, SiLU-and-multiply, down GEMM."""
+    s = m.dtype_bytes
+    return [gk.gemm(f"{prefix}gate_up_proj", tokens, 2 * width, m.hidden, m.dtype),
+            _ew(gk, f"{prefix}silu_and_mul", 3.0 * tokens * width * s, "activation"),
+            gk.gemm(f"{prefix}down_proj", tokens, m.hidden, width, m.dtype)]
+
+
+def elementwise(gk: GpuKernels, name: str, nbytes: float, kind: str = "elementwise") -> KernelCost:
+    """An elementwise kernel of a layer, L2 cold (``COLD_L2``)."""
+    return _ew(gk, name, nbytes, kind)

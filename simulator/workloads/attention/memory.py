@@ -7,7 +7,9 @@ than a time.
 
 Per GPU, with tensor parallelism ``tp`` (and context parallelism ``cp`` for ring attention):
 
-- weights: every layer's QKV, output and gated-MLP matrices, plus the embedding and the LM head
+- weights: every layer's QKV, output and gated-MLP matrices (an MoE layer's: its share of the
+  routed experts, ``ModelShape.expert_params_per_gpu_layer``, its slice of the shared ones and the
+  router), plus the embedding and the LM head
   (vocab x hidden each, split over tp), in the model's dtype. KV-head weights are replicated when
   tp exceeds kv_heads (each GPU keeps whole KV heads, as the attention model does). Norm weights
   (2 x hidden per layer) are left out: under 0.01 % of any listed model.
@@ -41,7 +43,9 @@ def weight_params_per_gpu(m: ModelShape) -> dict[str, float]:
     d, h, hkv = m.head_dim, m.heads_per_gpu, m.kv_heads_per_gpu
     attn = m.hidden * (h + 2 * hkv) * d + h * d * m.hidden
     mlp = 3 * m.hidden * m.ffn_hidden / m.tp
-    return {"layers": m.layers * (attn + mlp), "embedding_and_head": 2 * m.vocab * m.hidden / m.tp}
+    dense = m.layers - m.moe_layers
+    return {"layers": m.layers * attn + dense * mlp + m.moe_layers * m.expert_params_per_gpu_layer(),
+            "embedding_and_head": 2 * m.vocab * m.hidden / m.tp}
 
 
 def footprint(m: ModelShape, phase: str = "decode", cp: int = 1, hbm_bytes: float | None = None) -> dict:

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 
 from simulator.engine.transfer import Workload
@@ -29,6 +30,21 @@ class ModelShape:
     must give it: a missing one is an error, never a silently dropped MLP)."""
     vocab: int = 0
     """Vocabulary size: the embedding and the LM head (vocab x hidden, split over tp); 0 leaves both out."""
+    experts: int = 0
+    """Routed experts of each MoE layer (0: every layer's MLP is dense, ``ffn_hidden`` wide)."""
+    experts_per_token: int = 0
+    """Routed experts each token goes to (top-k)."""
+    moe_ffn_hidden: int = 0
+    """Inner width of one expert's gated MLP (config.json moe_intermediate_size; Mixtral's experts
+    are ``ffn_hidden`` wide)."""
+    shared_experts: int = 0
+    """Experts every token goes to besides its routed ones (DeepSeek's n_shared_experts), each
+    ``moe_ffn_hidden`` wide."""
+    dense_layers: int = 0
+    """Leading layers whose MLP is dense (``ffn_hidden`` wide; DeepSeek-V3's first_k_dense_replace)."""
+    ep: int = 1
+    """Expert-parallel degree: the routed experts are split over ``ep`` GPUs, whole experts each (1:
+    every GPU holds a 1/tp slice of every expert, tensor-parallel like a dense MLP)."""
 
     @property
     def dtype_bytes(self) -> int:
@@ -47,8 +63,25 @@ class ModelShape:
         kv = self.kv_heads_per_gpu if per_gpu else self.kv_heads
         return 2 * kv * self.head_dim * self.dtype_bytes
 
+    @property
+    def is_moe(self) -> bool:
+        return self.experts > 0
+
+    @property
+    def moe_layers(self) -> int:
+        """Layers whose MLP is a mixture of experts."""
+        return self.layers - self.dense_layers if self.is_moe else 0
+
+    def expert_params_per_gpu_layer(self) -> float:
+        """Weights of one MoE layer's experts one GPU holds: its routed experts (all of them /
+        tp at ep 1, experts / ep whole ones otherwise), its slice of the shared experts (split
+        over tp) and the router (hidden x experts, replicated)."""
+        one = 3 * self.hidden * self.moe_ffn_hidden
+        routed = self.experts * one / self.tp if self.ep == 1 else math.ceil(self.experts / self.ep) * one
+        return routed + self.shared_experts * one / self.tp + self.hidden * self.experts
+
     def weight_params_per_gpu_layer(self) -> float:
-        """Weights one GPU holds per layer: QKV and output projections, gated MLP."""
+        """Weights one GPU holds per layer: QKV and output projections, gated MLP (a dense layer's)."""
         attn = self.hidden * (self.heads + 2 * self.kv_heads) * self.head_dim + self.heads * self.head_dim * self.hidden
         mlp = 3 * self.hidden * self.ffn_hidden
         return (attn + mlp) / self.tp
