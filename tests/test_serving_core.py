@@ -450,3 +450,15 @@ def test_burstgpt_errors(tmp_path):
     with pytest.raises(InputError, match="no column 'Total tokens'") as error:
         read_burstgpt_trace(path)
     assert error.value.line == 1
+
+
+def test_output_tokens_are_counted_where_they_were_generated():
+    """A window over half of a request's decode holds half of its later tokens; its first token
+    counts where it was sampled; summed over a window covering everything: every token."""
+    from simulator.workloads.serving.metrics import RequestOutcome, output_tokens_between
+
+    o = RequestOutcome(0, 0.0, 1.0, 11.0, 100, 101, 0, 0)  # first token at 1 s, 100 more until 11 s
+    assert output_tokens_between([o], 0.0, 6.0) == pytest.approx(1 + 50)
+    assert output_tokens_between([o], 6.0, 11.0) == pytest.approx(50)
+    assert output_tokens_between([o], 0.0, 12.0) == pytest.approx(101)
+    assert output_tokens_between([o], 2.0, 0.5) == 0

@@ -11,6 +11,7 @@ import math
 
 import networkx as nx
 
+from simulator.engine.transfer import Workload
 from simulator.topology.fabric import Fabric
 from simulator.topology.routing import equal_cost_routes, route_latency_s
 from simulator.workloads.attention.model import AttentionRun, ModelShape
@@ -60,3 +61,19 @@ def kv_transfer(fabric: Fabric, src: str, dst: str, m: ModelShape, block_tokens:
                "ideal_time_s": total / path_Bps + max(route_latency_s(fabric, r) for r in routes)}
     meta = {"op": "kv_transfer", "n": 2, "bytes": total, "busbw_factor": 1.0}
     return AttentionRun(dag.workload(f"kv.{src}->{dst}.ctx{m.context}", meta), figures)
+
+
+def pool_kv_transfer(src_gpus: tuple[str, ...], dst_gpus: tuple[str, ...], nbytes: int) -> Workload:
+    """One request's KV cache from a prefill instance to a decode instance, all at once: each decode
+    GPU pulls its shard (``nbytes / len(dst_gpus)``: its KV heads of every layer) from prefill GPU
+    ``i mod len(src_gpus)``, the shards moving together (one transfer per shard: the blocks of a
+    shard share their source, destination and routes)."""
+    dag = DagBuilder()
+    share = max(1, nbytes // len(dst_gpus))
+    for i, dst in enumerate(dst_gpus):
+        src = src_gpus[i % len(src_gpus)]
+        if src != dst:
+            dag.add(src, dst, share, (), 0.0, None, f"kv.shard{i}")
+    meta = {"op": "kv_transfer", "n": len(set(src_gpus) | set(dst_gpus)), "bytes": share * len(dst_gpus),
+            "busbw_factor": 1.0}
+    return dag.workload(f"kv.{src_gpus[0]}->{dst_gpus[0]}.{nbytes}B", meta)

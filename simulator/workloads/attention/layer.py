@@ -209,13 +209,14 @@ def step_ends(gk: GpuKernels, m: ModelShape, tokens: int, sequences: int, fused:
               ) -> tuple[PhaseCost, PhaseCost]:
     """The once-per-step kernels: the embedding gather of ``tokens`` rows, and the final RMSNorm +
     LM head on the last token of each of ``sequences`` (the logits of its next token); none without
-    a vocabulary."""
+    a vocabulary (and no head for 0 sequences)."""
     embed, head = PhaseCost(), PhaseCost()
     if m.vocab:
         s = m.dtype_bytes
         embed.add(_ew(gk, "embedding", 2.0 * tokens * m.hidden * s, "copy"))
-        head.add(_norm(gk, "final_rmsnorm", sequences, m.hidden, s, fused_add=fused),
-                 gk.gemm("lm_head", sequences, max(1, m.vocab // m.tp), m.hidden, m.dtype))
+        if sequences:
+            head.add(_norm(gk, "final_rmsnorm", sequences, m.hidden, s, fused_add=fused),
+                     gk.gemm("lm_head", sequences, max(1, m.vocab // m.tp), m.hidden, m.dtype))
     return embed, head
 
 

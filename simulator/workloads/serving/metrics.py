@@ -15,6 +15,13 @@ Zhong et al., OSDI 2024):
   that have arrived and not finished; with the arrival rate and the mean latency it obeys Little's
   law, L = lambda W.
 
+Measured over the arrival window (``summarize(..., window_end_s=...)``: from the first arrival to
+the last): throughput is what the engine delivered while requests kept coming, the steady state a
+load test reports, not diluted by the drain after the last arrival, where the longest answers run
+alone (a 60 s run of lognormal lengths can drain for another 60 s). A request's output tokens are
+counted where they were generated: its first at ``first_token_s``, the rest evenly over
+``(first_token_s, finish_s]`` (its mean TPOT; exact for a steady batch).
+
 Percentiles are ``numpy.percentile`` (linear interpolation) at 50, 90 and 99.
 """
 
@@ -46,7 +53,9 @@ class RequestOutcome:
     preemptions: int
     """Times it was preempted (and its KV recomputed)."""
     cached_prompt_tokens: int
-    """Prompt tokens found in the prefix cache at its first admission."""
+    """Prompt tokens found in the prefix cache (or arrived as remote KV) at its first admission."""
+    admitted_s: float = math.nan
+    """Start of the first iteration that computed any of its tokens."""
 
     @property
     def ttft_s(self) -> float:
@@ -110,6 +119,10 @@ class ServingSummary:
     slo_attainment: float
     """Fraction of requests meeting the SLOs; NaN when no SLO was given."""
     mean_in_system: float
+    window_s: float = math.nan
+    """Length of the window the throughputs are measured over (the span without a window)."""
+    output_tokens: int = 0
+    """Every request's output tokens."""
 
 
 def mean_in_system(outcomes: tuple[RequestOutcome, ...] | list[RequestOutcome], start_s: float | None = None,
@@ -127,8 +140,24 @@ def mean_in_system(outcomes: tuple[RequestOutcome, ...] | list[RequestOutcome], 
     return float(present.sum() / (hi - lo))
 
 
-def summarize(run: ServingRun, ttft_slo_s: float | None = None, tpot_slo_s: float | None = None) -> ServingSummary:
-    """The summary of ``run``; goodput counts requests within both SLOs given (either may be None)."""
+def output_tokens_between(outcomes: tuple[RequestOutcome, ...] | list[RequestOutcome], lo: float, hi: float) -> float:
+    """Output tokens generated in [lo, hi): each request's first at its first token, the others
+    evenly over (first_token_s, finish_s] (module docstring)."""
+    first = np.array([o.first_token_s for o in outcomes])
+    finish = np.array([o.finish_s for o in outcomes])
+    rest = np.array([o.output_tokens - 1 for o in outcomes], dtype=float)
+    ones = ((first >= lo) & (first < hi)).sum()
+    length = finish - first
+    overlap = np.clip(np.minimum(finish, hi) - np.maximum(first, lo), 0.0, None)
+    frac = np.divide(overlap, length, out=np.zeros_like(overlap), where=length > 0)
+    return float(ones + (rest * frac).sum())
+
+
+def summarize(run: ServingRun, ttft_slo_s: float | None = None, tpot_slo_s: float | None = None,
+              window_end_s: float | None = None) -> ServingSummary:
+    """The summary of ``run``; goodput counts requests within both SLOs given (either may be None).
+    With ``window_end_s`` (after the first arrival) throughputs, goodput and the mean in system are
+    measured over [first arrival, window_end_s] (module docstring); else over the span."""
     for name, slo in (("ttft_slo_s", ttft_slo_s), ("tpot_slo_s", tpot_slo_s)):
         if slo is not None and not (math.isfinite(slo) and slo > 0):
             raise InputError(f"{name} {slo!r} must be a time in seconds > 0", field=name)
@@ -142,7 +171,12 @@ def summarize(run: ServingRun, ttft_slo_s: float | None = None, tpot_slo_s: floa
     ttft = first - arrival
     many = out_tokens >= 2
     tpot = (finish[many] - first[many]) / (out_tokens[many] - 1)
-    span = float(finish.max() - arrival.min())
+    start = float(arrival.min())
+    span = float(finish.max() - start)
+    windowed = window_end_s is not None and window_end_s > start
+    end = float(window_end_s) if windowed else start + span  # type: ignore[arg-type]
+    window = end - start
+    done = finish < end if windowed else np.ones(len(outs), dtype=bool)
     if ttft_slo_s is None and tpot_slo_s is None:
         goodput = attained = math.nan
     else:
@@ -154,11 +188,16 @@ def summarize(run: ServingRun, ttft_slo_s: float | None = None, tpot_slo_s: floa
             tpot_all[many] = tpot
             ok &= tpot_all <= tpot_slo_s
         attained = float(ok.mean())
-        goodput = float(ok.sum() / span) if span > 0 else math.nan
+        goodput = float((ok & done).sum() / window) if window > 0 else math.nan
+    if windowed:
+        tokens_per_s = output_tokens_between(outs, start, end) / window
+    else:
+        tokens_per_s = float(out_tokens.sum()) / span if span > 0 else math.nan
     return ServingSummary(
         requests=len(outs), span_s=span, ttft=Percentiles.of(ttft), tpot=Percentiles.of(tpot),
         latency=Percentiles.of(finish - arrival),
-        requests_per_s=len(outs) / span if span > 0 else math.nan,
-        output_tokens_per_s=float(out_tokens.sum()) / span if span > 0 else math.nan,
+        requests_per_s=float(done.sum()) / window if window > 0 else math.nan,
+        output_tokens_per_s=tokens_per_s,
         goodput_requests_per_s=goodput, slo_attainment=attained,
-        mean_in_system=mean_in_system(outs) if span > 0 else math.nan)
+        mean_in_system=mean_in_system(outs, start, end) if window > 0 else math.nan,
+        window_s=window, output_tokens=int(out_tokens.sum()))

@@ -56,6 +56,11 @@ class Request:
     """Prompt (context) length in tokens, at least 1."""
     output_tokens: int
     """Tokens it generates, at least 1 (the prefill iteration samples the first)."""
+    remote_kv_tokens: int = 0
+    """Prompt tokens whose KV cache arrives with the request, computed elsewhere (a disaggregated
+    prefill instance's; at most prompt_tokens - 1: the engine computes the last prompt token itself
+    to sample the first output token, as vLLM's KV connectors leave it). Used at the first admission
+    only: a preempted request recomputes everything where it runs."""
 
 
 # ---------------------------------------------------------------- length distributions

@@ -31,7 +31,9 @@ SGLang ``python/sglang/srt/managers/``):
    its blocks fit; a head that does not fit stops admission (no skipping ahead); with
    ``chunked_prefill=False`` a head whose whole remaining prefill exceeds the budget stops it too
    (``if not enable_chunked_prefill and num_new_tokens > token_budget: break``).
-6. **Prefix-cache hits as a parameter**: a fraction of each prompt is already in the cache
+6. **Prefix-cache hits as a parameter** (and remote KV: a request of a disaggregated decode instance
+   arrives with ``remote_kv_tokens`` of its prompt's KV, used at its first admission like a hit of
+   exactly that many tokens): a fraction of each prompt is already in the cache
    (``get_computed_blocks``): whole blocks only, never the last token (vLLM recomputes at least one
    token for the logits: ``max_cache_hit_length = request.num_tokens - 1``). Those tokens cost no
    prefill compute but their blocks are held by the request (no sharing between requests is
@@ -146,7 +148,7 @@ class _Seq:
     """A request's state inside the scheduler."""
 
     __slots__ = ("req", "key", "prompt", "output", "generated", "computed", "decoding", "p", "computed0", "g0",
-                 "finish_it", "bucket", "epoch", "first_token_s", "preemptions", "cached")
+                 "finish_it", "bucket", "epoch", "first_token_s", "preemptions", "cached", "admitted_s")
 
     def __init__(self, req: Request) -> None:
         self.req = req
@@ -169,6 +171,7 @@ class _Seq:
         self.preemptions = 0
         self.cached = -1
         """Prompt tokens found in the prefix cache at the first admission (-1 before it)."""
+        self.admitted_s = math.nan
 
 
 class ContinuousBatchingScheduler:
@@ -316,6 +319,8 @@ class ContinuousBatchingScheduler:
                     s = waiting[0]
                     total = s.prompt + s.generated
                     cached = (min(int(hit * s.prompt), total - 1) // B) * B if hit else 0
+                    if s.cached < 0 and s.req.remote_kv_tokens:
+                        cached = max(cached, s.req.remote_kv_tokens)
                     take = min(total - cached, budget)
                     if not cfg.chunked_prefill and take < total - cached:
                         break
@@ -326,6 +331,7 @@ class ContinuousBatchingScheduler:
                     s.computed = cached
                     if s.cached < 0:
                         s.cached = cached
+                        s.admitted_s = t
                     prefills.append((s, take))
                     budget -= take
             prefill_tokens = prefill_context = 0
@@ -389,7 +395,7 @@ class ContinuousBatchingScheduler:
         if outcomes[index] is not None:
             raise SimulationError(f"request {index} finished twice")
         outcomes[index] = RequestOutcome(index, s.req.arrival_s, s.first_token_s, end_s, s.prompt, s.output,
-                                         s.preemptions, max(s.cached, 0))
+                                         s.preemptions, max(s.cached, 0), s.admitted_s)
         kv.free(s.key)
         del running[s]
 
@@ -404,6 +410,10 @@ class ContinuousBatchingScheduler:
                 raise InputError(f"request {i} arrives at {r.arrival_s} s, before request {i - 1} "
                                  f"({last} s); give requests in arrival order", field=f"requests[{i}]")
             last = r.arrival_s
+            if not 0 <= r.remote_kv_tokens < r.prompt_tokens:
+                raise InputError(f"request {i} arrives with {r.remote_kv_tokens} tokens of remote KV for a "
+                                 f"{r.prompt_tokens}-token prompt; give 0 to {r.prompt_tokens - 1} (the last "
+                                 "prompt token is computed here)", field=f"requests[{i}]")
             if r.prompt_tokens < 1 or r.output_tokens < 1:
                 raise InputError(f"request {i} has {r.prompt_tokens} prompt and {r.output_tokens} output tokens; "
                                  "each needs at least 1", field=f"requests[{i}]")
