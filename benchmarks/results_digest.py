@@ -52,8 +52,9 @@ def digest() -> dict:
     for path in sorted((ROOT / "scenarios").glob("*.yaml")):
         if path.stem in SKIP_SCENARIOS:
             continue
-        print("run", path.stem, file=sys.stderr, flush=True)
-        out["scenarios"][path.stem] = _cli(["run", str(path), "--json", "-"])
+        command = "serve" if path.stem.startswith("serving_") else "run"
+        print(command, path.stem, file=sys.stderr, flush=True)
+        out["scenarios"][path.stem] = _cli([command, str(path), "--json", "-"])
     for args in BENCH_GRID:
         print("bench", *args, file=sys.stderr, flush=True)
         out["bench"][" ".join(args)] = _cli(["bench", *args, "--json", "-"])

@@ -5,8 +5,8 @@ Data flows one way: YAML -> validated model (topology) -> graph (topology) -> en
 
 from simulator.version import __version__
 
-_API = ("load_topology", "bench", "run_scenario", "compare", "validate", "sweep", "lab", "calibrate", "BenchOutcome",
-        "ScenarioOutcome", "BenchResult", "ScenarioResult")
+_API = ("load_topology", "bench", "run_scenario", "compare", "serve", "validate", "sweep", "lab", "calibrate", "BenchOutcome",
+        "ScenarioOutcome", "ServeOutcome", "BenchResult", "ScenarioResult")
 
 
 def __getattr__(name: str):  # noqa: ANN202

@@ -1,12 +1,14 @@
 """A small Python API for notebooks and scripts: the CLI's commands as functions returning results.
 
-    from simulator import load_topology, bench, run_scenario, compare, validate, sweep, lab, calibrate
+    from simulator import load_topology, bench, run_scenario, compare, serve, validate, sweep, lab, calibrate
 
     fabric = load_topology("gb200_nvl72")                 # a shipped name or a path
     result = bench("hgx_h100", op="all_reduce", sizes="1M:1G", engine="flow")
     result.rows[0]["busbw_GBps"]; result.to_dict(); result.to_pandas()   # pandas optional
     cmp = compare(["gb200_nvl72", "hopper_ib_rack"], op="all_reduce", sizes="1G", engine="flow")
     cmp.summary                                           # the comparison paragraph
+    served = serve("serving_nvl72_vs_hopper", rates=[50, 100])
+    served.headline; served.rows[0]["ttft_p99_ms"]        # what fabricsim serve prints
 
 Each function builds the request its command builds from flags (``simulator.runner.bench``,
 ``simulator.runner.scenarios``) and returns the same outcome the command renders: ``.rows``,
@@ -25,6 +27,7 @@ from simulator.runner.calibrate_run import CalibrateOutcome, CalibrateRequest, r
 from simulator.runner.fabrics import load_fabric
 from simulator.runner.labs import LabOutcome, LabRequest, run_lab
 from simulator.runner.scenarios import ScenarioOutcome, ScenarioRequest, run_request
+from simulator.runner.serve import ServeOutcome, ServeRequest, run_serve
 from simulator.runner.sweep_run import SweepOutcome, SweepRequest, run_sweep
 from simulator.runner.validate import ValidateOutcome, ValidateRequest, run_validate
 from simulator.topology.fabric import Fabric, SwitchScheduling
@@ -97,6 +100,18 @@ def sweep(sweep_file: str | Path, workers: int | None = None, scheduler: str | N
                                   no_cache=no_cache))
 
 
+def serve(scenario: str | Path, rates: Sequence[float] = (), topologies: Sequence[str | Path] = (),
+          deployments: Sequence[str] = (), duration_s: float | None = None, seed: int | None = None) -> ServeOutcome:
+    """``fabricsim serve``: a serving scenario (a path or a shipped name), every deployment at every
+    rate on every topology; ``.rows``, ``.headline`` (the sentence the command prints), ``.to_dict()``
+    (its ``--json``), ``.latencies`` (each row's TTFT, TPOT and latency of every request)."""
+    from simulator.reports.serve_text import headlined
+
+    return headlined(run_serve(ServeRequest(scenario=str(scenario), topologies=tuple(str(t) for t in topologies),
+                                            rates=tuple(float(r) for r in rates), deployments=tuple(deployments),
+                                            duration_s=duration_s, seed=seed)))
+
+
 def lab(request: LabRequest) -> LabOutcome:
     """``fabricsim lab NAME``: a teaching lab, asked as ``simulator.runner.labs.CreditsLab(...)``,
     ``ArbitrationLab``, ``HolLab``, ``SwitchLab`` or ``RetryLab`` (fields as the flags); ``.result``
@@ -123,5 +138,5 @@ ScenarioResult = ScenarioOutcome
 """The name of a scenario outcome in earlier versions of this API."""
 
 __all__ = ["BenchOutcome", "BenchResult", "CalibrateOutcome", "LabOutcome", "ScenarioOutcome", "ScenarioResult",
-           "SweepOutcome", "ValidateOutcome", "bench", "calibrate", "compare", "lab", "load_topology", "run_scenario",
-           "sweep", "validate"]
+           "ServeOutcome", "SweepOutcome", "ValidateOutcome", "bench", "calibrate", "compare", "lab", "load_topology",
+           "run_scenario", "serve", "sweep", "validate"]

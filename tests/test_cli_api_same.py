@@ -20,7 +20,10 @@ _register()
 
 SWEEP_FILES = {"sweep_credit_buffer", "sweep_rack_scale"}
 """Shipped sweep files: ``fabricsim sweep``, not ``run``."""
-SCENARIOS = sorted(p.stem for p in (ROOT / "scenarios").glob("*.yaml") if p.stem not in SWEEP_FILES)
+SCENARIOS = sorted(p.stem for p in (ROOT / "scenarios").glob("*.yaml")
+                   if p.stem not in SWEEP_FILES and not p.stem.startswith("serving_"))
+SERVING = sorted(p.stem for p in (ROOT / "scenarios").glob("serving_*.yaml"))
+"""Shipped serving scenarios: ``fabricsim serve``."""
 
 
 def _cli_json(*args: str) -> dict:
@@ -53,6 +56,18 @@ def _equal(a, b, path) -> None:
 @pytest.mark.parametrize("name", SCENARIOS)
 def test_every_shipped_scenario_gives_the_same_outcome_through_cli_and_api(name):
     _same(_cli_json("run", name), simulator.run_scenario(name).to_dict())
+
+
+@pytest.mark.parametrize("name", SERVING)
+def test_every_shipped_serving_scenario_gives_the_same_outcome_through_cli_and_api(name):
+    """A short run of each (one rate, a few seconds of arrivals, its first deployment)."""
+    from simulator.workloads.serving.scenario import load_serving
+
+    first = load_serving(ROOT / "scenarios" / f"{name}.yaml")[0].deployments[0].name
+    cli = _cli_json("serve", name, "--rate", "20", "--duration", "3", "--deployment", first)
+    api = simulator.serve(name, rates=[20], duration_s=3, deployments=[first]).to_dict()
+    _same(cli, api)
+    assert cli["headline"] and cli["rows"]
 
 
 BENCH = [

@@ -11,8 +11,9 @@ from simulator.errors import InputError
 from simulator.workloads.scenario import load_scenario
 
 ROOT = Path(__file__).resolve().parent.parent
-SCENARIOS = sorted(p for p in (ROOT / "scenarios").glob("*.yaml") if not p.name.startswith("sweep_"))
-"""Scenario files (``sweep_*.yaml`` beside them are sweep files, tested in test_sweep_file.py)."""
+SCENARIOS = sorted(p for p in (ROOT / "scenarios").glob("*.yaml") if not p.name.startswith(("sweep_", "serving_")))
+"""Scenario files (``sweep_*.yaml`` beside them are sweep files, tested in test_sweep_file.py;
+``serving_*.yaml`` serving scenarios, tested in test_serving_run.py)."""
 _register()
 runner = CliRunner()
 

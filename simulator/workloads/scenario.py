@@ -417,6 +417,9 @@ def load_scenario(path: str | Path) -> tuple[ScenarioModel, list[Path]]:
     data, sources = load_yaml(path)
     if not isinstance(data, dict):
         raise InputError("a scenario file is a mapping of keys", file=str(path), line=1)
+    if "deployments" in data and "workloads" not in data and "jobs" not in data:
+        raise InputError(f"is a serving scenario (deployments:), not a scenario of workloads: run it with "
+                         f"fabricsim serve {path}", file=str(path), line=1)
     if {"base", "axes"} <= set(data) and "workloads" not in data:
         raise InputError(f"is a sweep file (base: and axes:), not a scenario: run it with fabricsim sweep {path}",
                          file=str(path), line=1)
