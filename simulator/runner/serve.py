@@ -85,6 +85,9 @@ class ServePlan:
     """(offered rate or None for a trace, the requests) of each run."""
     inputs: tuple[Path, ...]
     warnings: tuple[str, ...] = ()
+    sources: Any = None
+    """Where each value of the scenario file was written: errors found while running (a deployment
+    whose weights leave no KV cache, a request no instance can hold) are placed there."""
 
 
 @dataclass(frozen=True)
@@ -154,7 +157,7 @@ def plan_serve(request: ServeRequest) -> ServePlan:
     if scenario.load.trace:
         inputs.append(Path(scenario.load.trace))
     return ServePlan(request, scenario, tuple(Path(t) for t in topologies), fabrics, tuple(deployments),
-                     tuple(loads), tuple(inputs), tuple(warnings))
+                     tuple(loads), tuple(inputs), tuple(warnings), sources)
 
 
 def _instances(pool: PoolSpec, fabric: Fabric, d: DeploymentSpec, role: str) -> int:
@@ -257,7 +260,7 @@ def build_pools(fabric: Fabric, scenario: ServingScenario, d: DeploymentSpec) ->
         model = IterationModel(gk, m, collectives, d.context_bucket_tokens, d.imbalance, d.overhead_s)
         part, hbm = gpu_hbm_bytes(fabric, first[0])
         capacity = kv_capacity(m, hbm, p.max_num_batched_tokens, p.gpu_memory_utilization, d.block_tokens,
-                               where=f"deployment {d.name!r} ({role}) on {fabric.name}")
+                               where=f"deployment {d.name!r}{'' if role == 'serve' else f' ({role})'} on {fabric.name}")
         config = SchedulerConfig(p.max_num_seqs, p.max_num_batched_tokens, p.chunked_prefill,
                                  d.prefix_cache_hit_fraction, d.context_bucket_tokens)
         units = units_for(instances, p.tp, p.ep)
@@ -284,12 +287,19 @@ def run_serve(planned: ServePlan | ServeRequest,
     done = 0
     for fabric in planned.fabrics:
         for d in planned.deployments:
-            built = build_pools(fabric, sc, d)
+            try:
+                built = build_pools(fabric, sc, d)
+            except InputError as err:
+                raise _placed(planned, ("deployments", sc.deployments.index(d)), err) from None
             kv_pair = _kv_pairs(fabric, sc, d, built) if d.disaggregated else None
             systems.append({"system": fabric.name, "deployment": d.name,
                             "pools": {role: b.facts for role, b in built}})
             for rate, requests in planned.loads:
-                _check_fits(requests, built, d, fabric)
+                try:
+                    _check_fits(requests, built, d, fabric)
+                except InputError as err:
+                    raise _placed(planned, ("load", "trace") if sc.load.trace else ("load", "prompt_tokens"),
+                                  err) from None
                 if d.disaggregated:
                     (_, p), (_, q) = built
                     m = q.pool.model.model
@@ -309,6 +319,13 @@ def run_serve(planned: ServePlan | ServeRequest,
     return ServeOutcome(sc.name, rows, latencies, systems, list(planned.warnings), slo)
 
 
+def _placed(planned: ServePlan, path: tuple, err: InputError) -> InputError:
+    """``err`` at the FILE:LINE of ``path`` in the scenario file (as it is when it has no place)."""
+    if planned.sources is None or err.file:
+        return err
+    return planned.sources.error(path, err.message)
+
+
 def _check_fits(requests, built, d: DeploymentSpec, fabric: Fabric) -> None:  # noqa: ANN001
     """A request whose KV cache no unit can hold is an error naming it (never silently dropped)."""
     for role, b in built:
@@ -319,7 +336,7 @@ def _check_fits(requests, built, d: DeploymentSpec, fabric: Fabric) -> None:  # 
             if need > blocks:
                 raise InputError(f"request {r.request_id} ({r.prompt_tokens} prompt + {r.output_tokens} output "
                                  f"tokens) needs {need} KV blocks; deployment {d.name!r} ({role}) on {fabric.name} "
-                                 f"holds {blocks} per instance: shorten the lengths or raise tp", field="load")
+                                 f"holds {blocks} per instance: shorten the lengths or raise tp")
 
 
 class _KvPairs:

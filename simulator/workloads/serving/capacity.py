@@ -68,6 +68,6 @@ def kv_capacity(m: ModelShape, hbm_bytes: float, max_num_batched_tokens: int,
             f"{where + ': ' if where else ''}weights {profile['weights_B'] / 1e9:.1f} GB + activations "
             f"{profile['activations_B'] / 1e9:.1f} GB per GPU leave no room for a KV cache in "
             f"{gpu_memory_utilization:g} x {hbm_bytes / 1e9:.1f} GB of HBM; raise tp (or ep), lower "
-            "max_num_batched_tokens or use fp8", field="tp")
+            "max_num_batched_tokens or use fp8")
     return KvCapacity(blocks, block_tokens, float(hbm_bytes), usable, profile["weights_B"],
                       profile["activations_B"], block)

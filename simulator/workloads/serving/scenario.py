@@ -184,7 +184,7 @@ class LoadSpec(_Item):
                 raise ValueError(f"rate {r} must be > 0 requests per second")
         return value
 
-    @field_validator("duration")
+    @field_validator("duration", mode="before")
     @classmethod
     def _duration(cls, value: str) -> str:
         duration_s(value, "duration")
@@ -218,7 +218,7 @@ class SloSpec(_Item):
     tpot: str | None = None
     """Time per output token after the first."""
 
-    @field_validator("ttft", "tpot")
+    @field_validator("ttft", "tpot", mode="before")
     @classmethod
     def _unit(cls, value: Any, info) -> Any:  # noqa: ANN001
         if value is not None:
@@ -275,7 +275,7 @@ class DeploymentSpec(PoolSpec):
     """Host time per iteration the GPU waits for (scheduling, input preparation, sampling); 0: hidden
     behind the GPU's work (vLLM V1's asynchronous scheduling)."""
 
-    @field_validator("iteration_overhead")
+    @field_validator("iteration_overhead", mode="before")
     @classmethod
     def _overhead(cls, value: str) -> str:
         if isinstance(value, str) and parse_quantity(value, "time") == 0 and any(c.isalpha() for c in value):
