@@ -30,7 +30,7 @@ def linear_cost(shape: BatchShape) -> float:
     return A_S + B_S * shape.tokens
 
 
-def checked_run(requests, config, kv, cost=linear_cost):
+def checked_run(requests, config, kv, cost=linear_cost, swap_s=None):
     """Run, checking the KV invariants and the batch limits after every iteration."""
     records = []
 
@@ -42,7 +42,7 @@ def checked_run(requests, config, kv, cost=linear_cost):
         assert record.shape.decode_seqs == sum(c for _, c in record.shape.decode_contexts)
         records.append(record)
 
-    run = ContinuousBatchingScheduler(config, kv, cost, observer=observe).run(requests)
+    run = ContinuousBatchingScheduler(config, kv, cost, observer=observe, swap_s=swap_s).run(requests)
     assert [o.request_id for o in run.outcomes] == list(range(len(requests)))
     assert kv.used_blocks == 0
     kv.check()
@@ -209,11 +209,13 @@ def test_property_invariants_over_random_small_configurations(seed, n, max_seqs,
     assert all(b >= a + d - 1e-12 for a, b, d in zip(starts, starts[1:], [r.duration_s for r in records]))
 
 
-def reference_run(requests, config, capacity, block_tokens, cost=linear_cost):
+def reference_run(requests, config, capacity, block_tokens, cost=linear_cost, swap_s=None):
     """vLLM V1's schedule() written out literally, every running request visited every iteration:
-    the event-driven scheduler must give exactly its outcomes."""
+    the event-driven scheduler must give exactly its outcomes. With ``config.preemption == "swap"`` a
+    victim keeps its computed tokens, copied out and back in at ``swap_s`` per iteration and direction."""
     from collections import deque
     W, max_tokens, B = config.context_bucket_tokens, config.max_num_batched_tokens, block_tokens
+    swap = config.preemption == "swap"
     free = capacity
     state = {r.request_id: dict(r=r, computed=0, generated=0, held=0, decoding=False, first=None, pre=0, cached=-1)
              for r in requests}
@@ -229,6 +231,7 @@ def reference_run(requests, config, capacity, block_tokens, cost=linear_cost):
             t = requests[nxt].arrival_s
             continue
         budget, scheduled, preempted, i = max_tokens, [], 0, 0
+        swapped_out = swapped_in = 0
         while i < len(running) and budget > 0:
             s = running[i]
             new = min(s["r"].prompt_tokens + s["generated"] - s["computed"], budget)
@@ -236,7 +239,11 @@ def reference_run(requests, config, capacity, block_tokens, cost=linear_cost):
             while need > free:
                 victim = running.pop()
                 free += victim["held"]
-                victim.update(held=0, computed=0, pre=victim["pre"] + 1, decoding=False)
+                if swap:
+                    swapped_out += victim["computed"]
+                else:
+                    victim["computed"] = 0
+                victim.update(held=0, pre=victim["pre"] + 1, decoding=False)
                 waiting.appendleft(victim)
                 preempted += 1
                 if victim is s:
@@ -256,6 +263,9 @@ def reference_run(requests, config, capacity, block_tokens, cost=linear_cost):
                 total = s["r"].prompt_tokens + s["generated"]
                 hit = config.prefix_cache_hit_fraction
                 cached = (min(int(hit * s["r"].prompt_tokens), total - 1) // B) * B if hit else 0
+                resumed = s["computed"]  # swapped out: its KV comes back
+                if resumed:
+                    cached = resumed
                 new = min(total - cached, budget)
                 if not config.chunked_prefill and new < total - cached:
                     break
@@ -263,6 +273,7 @@ def reference_run(requests, config, capacity, block_tokens, cost=linear_cost):
                 if need > free:
                     break
                 waiting.popleft()
+                swapped_in += resumed
                 free -= need
                 s.update(held=need, computed=cached)
                 if s["cached"] < 0:
@@ -278,7 +289,7 @@ def reference_run(requests, config, capacity, block_tokens, cost=linear_cost):
         prefills = [(s, n) for s, n in scheduled if not s["decoding"]]
         shape = BatchShape(len(decodes), tuple(sorted(buckets.items())), len(prefills), sum(n for _, n in prefills),
                            -(-sum(s["computed"] for s, _ in prefills) // W) * W)
-        t += cost(shape)
+        t += cost(shape) + (swap_s(swapped_out) if swapped_out else 0.0) + (swap_s(swapped_in) if swapped_in else 0.0)
         for s, n in scheduled:
             s["computed"] += n
             if s["computed"] == s["r"].prompt_tokens + s["generated"]:
@@ -316,6 +327,145 @@ def test_event_driven_scheduler_equals_the_literal_vllm_loop_under_heavy_preempt
     assert run.preemptions > 100
     assert {o.request_id: (o.first_token_s, o.finish_s, o.preemptions, o.cached_prompt_tokens)
             for o in run.outcomes} == reference_run(requests, config, 40, 8)
+
+
+# ---------------------------------------------------------------- swap preemption (vLLM V0)
+
+SWAP_FIXED_S = 2e-5
+"""Synthetic copy cost: fixed seconds per swap (a stand-in for the PCIe copy's latency)."""
+SWAP_TOKEN_S = 1e-6
+"""Synthetic copy cost: seconds per token of KV copied one way."""
+
+
+def linear_swap(tokens):
+    return SWAP_FIXED_S + SWAP_TOKEN_S * tokens
+
+
+def swap_config(*args, **kwargs):
+    return SchedulerConfig(*args, preemption="swap", **kwargs)
+
+
+def test_swap_preemption_closed_form_of_two_requests():
+    """Two 4-token prompts of 9 output tokens in a 4-block cache of 4 tokens a block. Both prefill in
+    iteration 1 and decode; at iteration 6 both need their third block (context 9), none is free,
+    request 1 (the newest) is swapped out with its 4 + 5 - 1 = 8 tokens. Request 0 finishes at iteration
+    9 (3 blocks: request 1's 9 tokens do not fit the 1 free block before); iteration 10 swaps request 1's
+    8 tokens back and computes its one missing token; it samples its 6th token and decodes 3 more."""
+    requests = [Request(0, 0.0, 4, 9), Request(1, 0.0, 4, 9)]
+    run, records = checked_run(requests, swap_config(2, 64), KVBlockAllocator(4, block_tokens=4), swap_s=linear_swap)
+    assert run.iterations == 13 and run.preemptions == 1
+    assert [(r.index, r.swapped_out_tokens) for r in records if r.swapped_out_tokens] == [(6, 8)]
+    assert [(r.index, r.swapped_in_tokens) for r in records if r.swapped_in_tokens] == [(10, 8)]
+    resumed = records[9]
+    assert (resumed.shape.decode_seqs, resumed.shape.prefill_seqs, resumed.shape.prefill_tokens) == (0, 1, 1)
+    assert resumed.shape.prefill_context_tokens == 256  # the 8 swapped-in tokens, one bucket
+    assert [r.shape.prefill_tokens for r in records] == [8] + [0] * 8 + [1] + [0] * 3  # no recompute
+    swap = linear_swap(8)
+    first, second = run.outcomes
+    assert first.first_token_s == second.first_token_s == pytest.approx(A_S + 8 * B_S, rel=1e-12)
+    assert first.finish_s == pytest.approx(9 * A_S + 20 * B_S + swap, rel=1e-12)
+    assert second.finish_s == pytest.approx(13 * A_S + 24 * B_S + 2 * swap, rel=1e-12)
+    assert (first.preemptions, second.preemptions) == (0, 1)
+    # recompute: the same schedule, but iteration 10 recomputes all 9 tokens and copies nothing
+    rerun, rerecords = checked_run(requests, SchedulerConfig(2, 64), KVBlockAllocator(4, block_tokens=4))
+    assert rerecords[9].shape.prefill_tokens == 9
+    assert rerun.outcomes[1].finish_s == pytest.approx(13 * A_S + 32 * B_S, rel=1e-12)
+    assert all(r.swapped_out_tokens == r.swapped_in_tokens == 0 for r in rerecords)
+
+
+def test_swap_mode_small_cache_every_request_finishes_once_and_the_kv_cache_stays_sound():
+    requests = generate(PoissonArrivals(50.0), UniformLength(20, 120), UniformLength(20, 150), 300, seed=3)
+    kv = KVBlockAllocator(40, block_tokens=8)
+    run, records = checked_run(requests, swap_config(16, 256), kv, swap_s=linear_swap)  # kv.check() each iteration
+    assert run.preemptions > 100
+    assert sum(o.preemptions for o in run.outcomes) == sum(r.preempted for r in records) == run.preemptions
+    # every swapped-out token comes back (every request finishes), never both ways in one iteration
+    assert sum(r.swapped_out_tokens for r in records) == sum(r.swapped_in_tokens for r in records)
+    assert not any(r.swapped_out_tokens and r.swapped_in_tokens for r in records)
+    assert all(bool(r.swapped_out_tokens) == bool(r.preempted) for r in records)
+    assert sum(r.duration_s for r in records) == pytest.approx(run.busy_s)
+    for o in run.outcomes:
+        assert o.arrival_s < o.first_token_s <= o.finish_s
+        assert o.finish_s - o.first_token_s >= (o.output_tokens - 1) * (A_S + B_S) - 1e-9
+
+
+def prefill_computed(records):
+    return sum(r.shape.prefill_tokens for r in records)
+
+
+def test_swap_computes_each_prompt_once_while_recompute_computes_more():
+    requests = generate(PoissonArrivals(50.0), UniformLength(20, 120), UniformLength(20, 150), 300, seed=3)
+    prompts = sum(r.prompt_tokens for r in requests)
+    # a budget no admission can exhaust (16 x 120 + 16 < 2048): no prefill is ever chunked, so every
+    # victim is decoding and each resumption computes exactly one token
+    swapped, records = checked_run(requests, swap_config(16, 2048), KVBlockAllocator(40, 8), swap_s=linear_swap)
+    assert swapped.preemptions > 100
+    assert prefill_computed(records) == prompts + swapped.preemptions
+    recomputed, rerecords = checked_run(requests, SchedulerConfig(16, 2048), KVBlockAllocator(40, 8))
+    assert recomputed.preemptions > 0
+    assert prefill_computed(rerecords) > prompts + recomputed.preemptions
+    # the swap copies are what the iterations took beyond the cost of their shapes
+    extra = sum(r.duration_s - linear_cost(r.shape) for r in records)
+    copies = sum(linear_swap(r.swapped_out_tokens) for r in records if r.swapped_out_tokens) + \
+        sum(linear_swap(r.swapped_in_tokens) for r in records if r.swapped_in_tokens)
+    assert extra == pytest.approx(copies, rel=1e-9)
+    for r in records:
+        assert r.duration_s == linear_cost(r.shape) + (linear_swap(r.swapped_out_tokens) if r.swapped_out_tokens
+                                                       else 0.0) + (linear_swap(r.swapped_in_tokens)
+                                                                    if r.swapped_in_tokens else 0.0)
+    # chunked prefills: a swapped partial prefill resumes where it stopped, so the prompts are computed
+    # once and at most one extra token per preemption (those that were decoding)
+    chunked, records = checked_run(requests, swap_config(16, 256), KVBlockAllocator(40, 8), swap_s=linear_swap)
+    assert prompts <= prefill_computed(records) <= prompts + chunked.preemptions
+    # free copies: every iteration costs just its shape
+    free, records = checked_run(requests, swap_config(16, 2048), KVBlockAllocator(40, 8), swap_s=lambda n: 0.0)
+    assert all(r.duration_s == linear_cost(r.shape) for r in records)
+    assert prefill_computed(records) == prompts + free.preemptions
+
+
+@settings(max_examples=60, deadline=None)
+@given(seed=st.integers(0, 2**16), n=st.integers(1, 30), max_seqs=st.integers(1, 6), extra_tokens=st.integers(0, 40),
+       block_tokens=st.sampled_from([1, 2, 4, 8]), spare_blocks=st.integers(0, 12), hit=st.sampled_from([0.0, 0.5]),
+       chunked=st.booleans(), rate=st.floats(1.0, 300.0))
+def test_swap_mode_event_driven_scheduler_equals_the_literal_loop(seed, n, max_seqs, extra_tokens, block_tokens,
+                                                                  spare_blocks, hit, chunked, rate):
+    max_tokens = max_seqs + extra_tokens
+    prompt_hi = 50 if chunked else max(1, max_tokens // 2)
+    requests = generate(PoissonArrivals(rate), UniformLength(1, prompt_hi), UniformLength(1, 40), n, seed)
+    longest = max(r.prompt_tokens + r.output_tokens - 1 for r in requests)
+    if not chunked and longest > max_tokens:
+        return
+    capacity = -(-longest // block_tokens) + spare_blocks
+    config = swap_config(max_seqs, max_tokens, chunked_prefill=chunked, prefix_cache_hit_fraction=hit,
+                         context_bucket_tokens=8)
+    run, records = checked_run(requests, config, KVBlockAllocator(capacity, block_tokens), swap_s=linear_swap)
+    expected = reference_run(requests, config, capacity, block_tokens, swap_s=linear_swap)
+    assert {o.request_id: (o.first_token_s, o.finish_s, o.preemptions, o.cached_prompt_tokens)
+            for o in run.outcomes} == expected
+    computed = prefill_computed(records)
+    once = sum(r.prompt_tokens - o.cached_prompt_tokens for r, o in zip(requests, run.outcomes))
+    assert once <= computed <= once + run.preemptions
+
+
+def test_swap_mode_equals_the_literal_loop_under_heavy_preemption():
+    requests = generate(PoissonArrivals(50.0), UniformLength(20, 120), UniformLength(20, 150), 300, seed=3)
+    config = swap_config(16, 256, prefix_cache_hit_fraction=0.25, context_bucket_tokens=16)
+    run = ContinuousBatchingScheduler(config, KVBlockAllocator(40, 8), linear_cost, swap_s=linear_swap).run(requests)
+    assert run.preemptions > 100
+    assert {o.request_id: (o.first_token_s, o.finish_s, o.preemptions, o.cached_prompt_tokens)
+            for o in run.outcomes} == reference_run(requests, config, 40, 8, swap_s=linear_swap)
+
+
+def test_preemption_mode_errors_name_the_field():
+    with pytest.raises(InputError, match='"recompute".*or "swap"') as error:
+        SchedulerConfig(4, 64, preemption="drop")
+    assert error.value.field == "preemption"
+    with pytest.raises(InputError, match="needs swap_s") as error:
+        ContinuousBatchingScheduler(swap_config(4, 64), KVBlockAllocator(20, 16), linear_cost)
+    assert error.value.field == "swap_s"
+    with pytest.raises(SimulationError, match="swap_s returned -1"):
+        ContinuousBatchingScheduler(swap_config(2, 64), KVBlockAllocator(4, 4), linear_cost,
+                                    swap_s=lambda n: -1.0).run([Request(0, 0.0, 4, 9), Request(1, 0.0, 4, 9)])
 
 
 def test_iteration_shapes_repeat_so_a_cache_hits():

@@ -25,7 +25,28 @@ SGLang ``python/sglang/srt/managers/``):
    needed the blocks is itself the newest, it is the one preempted. On resumption it recomputes its
    prompt and the tokens it had generated as one prefill (``num_new_tokens = request.num_tokens -
    num_computed_tokens``). SGLang's ``ScheduleBatch.retract_decode`` retracts by another order (the
-   fewest output tokens, then the longest input, first); swap to host memory (vLLM V0) is not here.
+   fewest output tokens, then the longest input, first).
+
+   **Or by swap** (``SchedulerConfig(preemption="swap")``; vLLM v0.6 ``vllm/core/scheduler.py``:
+   ``_preempt`` with ``PreemptionMode.SWAP``, ``_swap_out`` / ``_swap_in``; SGLang has no swap, and
+   vLLM V1 dropped it): the same victim (the newest running) has the tokens in its KV cache copied
+   to host memory (a decoding request: all it has computed, its prompt and its generated tokens but
+   the last sampled; the partial prefill: its computed tokens), its HBM blocks are freed, and it goes
+   to the front of the waiting queue *keeping* its computed and generated tokens. It is admitted again
+   by rule 5, as any waiting head, once its blocks fit: those of its computed tokens plus the tokens
+   scheduled now; its computed tokens are copied back and count as the chunk's context, and it is
+   scheduled the tokens it still lacks, ``prompt + generated - computed``: exactly 1 for a request
+   that was decoding (a 1-token prefill chunk that samples its next token, after which it decodes
+   again), the rest of the prompt for a partial prefill. Its first-token time is not touched. The
+   copies are costed by the caller's ``swap_s(tokens)``, one way, per iteration and direction (V0
+   gathers a step's blocks into one ``blocks_to_swap_out`` / ``blocks_to_swap_in`` list): the
+   iteration that swaps out lasts ``iteration_s(shape) + swap_s(out tokens)``, the one that swaps in
+   ``iteration_s(shape) + swap_s(in tokens)`` (never both: nothing is admitted in an iteration that
+   preempted). Simplified, and assumptions: the copy is not overlapped with compute (V0's
+   ``Worker.execute_worker`` issues it before the forward pass); host memory is unbounded (V0
+   bounds it by ``swap_space``, 4 GiB per GPU by default, and raises "Aborted due to the lack of CPU
+   swap space" past it); the copy is of tokens, not whole blocks (a caller may round up); V0's
+   separate ``swapped`` queue, served before new prefills, is the front of the waiting queue here.
 5. **Waiting requests, FCFS, only when nothing was preempted this iteration** (``if not
    preempted_reqs``): the head of the queue is admitted while a running slot and budget remain and
    its blocks fit; a head that does not fit stops admission (no skipping ahead); with
@@ -42,15 +63,16 @@ SGLang ``python/sglang/srt/managers/``):
    (``update_from_output``), at that iteration's end; each later iteration samples one more; the
    request finishes at the end of the iteration that samples its last token and frees its blocks.
 
-Time: the loop advances by ``iteration_s(shape)`` per iteration, ``shape`` a :class:`BatchShape`
-(a small frozen, hashable summary, so a caller may wrap its cost function in
-``functools.lru_cache``); requests that arrived by an iteration's start join the waiting queue
-before it is scheduled; an idle engine jumps to the next arrival.
+Time: the loop advances by ``iteration_s(shape)`` per iteration (plus its swap copies, rule 4),
+``shape`` a :class:`BatchShape` (a small frozen, hashable summary, so a caller may wrap its cost
+function in ``functools.lru_cache``); requests that arrived by an iteration's start join the
+waiting queue before it is scheduled; an idle engine jumps to the next arrival.
 
 Speed: a running decode costs nothing per iteration. Its context grows by one token per iteration,
 so the iterations at which it needs its next block and at which it finishes are known when its
 decode starts; they wait in two heaps (stale entries of a preempted request are skipped by an
-epoch), and per iteration the loop touches only the requests with an event.
+epoch), and per iteration the loop touches only the requests with an event. A swapped request that
+resumes decoding goes through the same path as any finished prefill, which pushes its heap entries.
 """
 
 from __future__ import annotations
@@ -65,6 +87,9 @@ from simulator.errors import InputError, SimulationError
 from simulator.workloads.serving.kv_blocks import KVBlockAllocator
 from simulator.workloads.serving.metrics import RequestOutcome, ServingRun
 from simulator.workloads.serving.requests import Request
+
+PREEMPTION_MODES = ("recompute", "swap")
+"""The values of :attr:`SchedulerConfig.preemption` (rule 4)."""
 
 DEFAULT_CONTEXT_BUCKET_TOKENS = 256
 """assumption: decode contexts are summarized to 256-token buckets (16 blocks of vLLM's 16 tokens) in
@@ -110,6 +135,10 @@ class SchedulerConfig:
     """Fraction of each prompt already in the prefix cache, 0 <= f < 1 (whole blocks, see rule 6)."""
     context_bucket_tokens: int = DEFAULT_CONTEXT_BUCKET_TOKENS
     """Bucket of decode contexts in :class:`BatchShape`; a multiple of the KV block size."""
+    preemption: str = "recompute"
+    """How a preempted request gives back its blocks (rule 4): ``"recompute"`` (vLLM V1, the default:
+    its KV is dropped and recomputed) or ``"swap"`` (vLLM V0's ``preemption_mode="swap"``: its KV is
+    copied to host memory and back)."""
 
     def __post_init__(self) -> None:
         for name in ("max_num_seqs", "max_num_batched_tokens", "context_bucket_tokens"):
@@ -123,6 +152,9 @@ class SchedulerConfig:
         f = self.prefix_cache_hit_fraction
         if not (isinstance(f, (int, float)) and 0 <= f < 1):
             raise InputError(f"prefix_cache_hit_fraction {f!r} must be >= 0 and < 1", field="prefix_cache_hit_fraction")
+        if self.preemption not in PREEMPTION_MODES:
+            raise InputError(f"preemption {self.preemption!r} must be \"recompute\" (drop the KV and recompute it) "
+                             "or \"swap\" (copy it to host memory and back)", field="preemption")
 
 
 @dataclass(frozen=True, slots=True)
@@ -142,6 +174,12 @@ class IterationRecord:
     """Requests waiting after it was scheduled."""
     preempted: int
     """Requests preempted while scheduling it."""
+    swapped_out_tokens: int = 0
+    """Tokens of KV copied to host memory by its preemptions (swap mode); ``duration_s`` includes
+    ``swap_s`` of them."""
+    swapped_in_tokens: int = 0
+    """Tokens of KV copied back to HBM for the swapped requests it admitted (swap mode);
+    ``duration_s`` includes ``swap_s`` of them."""
 
 
 class _Seq:
@@ -178,15 +216,22 @@ class ContinuousBatchingScheduler:
     """vLLM V1's continuous batching (module docstring, rules 1-7) over a :class:`KVBlockAllocator`."""
 
     def __init__(self, config: SchedulerConfig, kv: KVBlockAllocator, iteration_s: Callable[[BatchShape], float],
-                 observer: Callable[[IterationRecord], None] | None = None) -> None:
+                 observer: Callable[[IterationRecord], None] | None = None, *,
+                 swap_s: Callable[[int], float] | None = None) -> None:
         if config.context_bucket_tokens % kv.block_tokens:
             raise InputError(f"context_bucket_tokens {config.context_bucket_tokens} is not a multiple of the KV "
                              f"block size {kv.block_tokens}", field="context_bucket_tokens")
+        if config.preemption == "swap" and swap_s is None:
+            raise InputError("preemption \"swap\" needs swap_s, the seconds to copy the KV of N tokens one way "
+                             "between HBM and host memory", field="swap_s")
         self.config = config
         self.kv = kv
         """The KV cache (an observer may :meth:`~KVBlockAllocator.check` it after every iteration)."""
         self.iteration_s = iteration_s
         self.observer = observer
+        self.swap_s = swap_s
+        """Seconds to copy the KV of N tokens one way between HBM and host memory (swap mode; unused in
+        recompute mode)."""
 
     def run(self, requests: Sequence[Request]) -> ServingRun:
         """Serve ``requests`` (in arrival order, ``request_id`` their index) until every one has
@@ -217,6 +262,9 @@ class ContinuousBatchingScheduler:
         busy_s = 0.0
         cost = self.iteration_s
         observer = self.observer
+        swap = cfg.preemption == "swap"
+        swap_s = self.swap_s
+        swapped_out = swapped_in = 0
         contexts: tuple[tuple[int, int], ...] = ()
         dirty = False
 
@@ -230,16 +278,21 @@ class ContinuousBatchingScheduler:
             dirty = True
 
         def preempt(s: _Seq) -> None:
-            nonlocal n_decode, partial, preemptions
+            nonlocal n_decode, partial, preemptions, swapped_out
             if s.decoding:
-                s.generated = s.g0 + (it - 1 - s.p)
+                decoded = it - 1 - s.p
+                s.generated = s.g0 + decoded
+                s.computed = s.computed0 + decoded
                 hist_add(s.bucket, -1)
                 n_decode -= 1
                 s.decoding = False
             if s is partial:
                 partial = None
             kv.free(s.key)
-            s.computed = 0
+            if swap:  # its KV goes to host memory: it keeps its computed tokens
+                swapped_out += s.computed
+            else:
+                s.computed = 0
             s.epoch += 1
             s.preemptions += 1
             preemptions += 1
@@ -266,6 +319,7 @@ class ContinuousBatchingScheduler:
                 t = requests[nxt].arrival_s
                 continue
             it += 1
+            swapped_out = swapped_in = 0
             needers: list[_Seq] = []
             while block_heap and block_heap[0][0] <= it:
                 _, _, epoch, s = pop(block_heap)
@@ -318,9 +372,12 @@ class ContinuousBatchingScheduler:
                 while waiting and budget > 0 and len(running) < max_seqs:
                     s = waiting[0]
                     total = s.prompt + s.generated
-                    cached = (min(int(hit * s.prompt), total - 1) // B) * B if hit else 0
-                    if s.cached < 0 and s.req.remote_kv_tokens:
-                        cached = max(cached, s.req.remote_kv_tokens)
+                    if s.computed:  # swapped out: its KV comes back from host memory
+                        cached = s.computed
+                    else:
+                        cached = (min(int(hit * s.prompt), total - 1) // B) * B if hit else 0
+                        if s.cached < 0 and s.req.remote_kv_tokens:
+                            cached = max(cached, s.req.remote_kv_tokens)
                     take = min(total - cached, budget)
                     if not cfg.chunked_prefill and take < total - cached:
                         break
@@ -328,6 +385,8 @@ class ContinuousBatchingScheduler:
                         break
                     waiting.popleft()
                     running[s] = None
+                    if s.computed:
+                        swapped_in += cached
                     s.computed = cached
                     if s.cached < 0:
                         s.cached = cached
@@ -346,12 +405,14 @@ class ContinuousBatchingScheduler:
             if not (duration > 0 and math.isfinite(duration)):
                 raise SimulationError(f"iteration_s returned {duration!r} s for {shape}; an iteration takes a "
                                       "finite time > 0")
+            if swapped_out or swapped_in:
+                duration += self._swap_time(swap_s, swapped_out) + self._swap_time(swap_s, swapped_in)
             end_s = t + duration
             iterations += 1
             busy_s += duration
             if observer is not None:
                 observer(IterationRecord(it, t, duration, shape, kv.used_blocks, len(running), len(waiting),
-                                         preempted_now))
+                                         preempted_now, swapped_out, swapped_in))
             partial = None
             for s, take in prefills:
                 s.computed += take
@@ -388,6 +449,17 @@ class ContinuousBatchingScheduler:
         if missing:
             raise SimulationError(f"{len(missing)} requests never finished (first: {missing[0]})")
         return ServingRun(tuple(outcomes), iterations, preemptions, busy_s)  # type: ignore[arg-type]
+
+    @staticmethod
+    def _swap_time(swap_s: Callable[[int], float], tokens: int) -> float:
+        """``swap_s(tokens)``, checked finite and >= 0; 0 for no tokens (no copy is issued)."""
+        if not tokens:
+            return 0.0
+        seconds = swap_s(tokens)
+        if not (seconds >= 0 and math.isfinite(seconds)):
+            raise SimulationError(f"swap_s returned {seconds!r} s for {tokens} tokens; a copy takes a finite "
+                                  "time >= 0")
+        return seconds
 
     @staticmethod
     def _finish(s: _Seq, end_s: float, outcomes: list, running: dict, kv: KVBlockAllocator) -> None:
