@@ -175,20 +175,27 @@ PREEMPTING = """\
       output_tokens: {fixed: 400}
     deployments:
       - {name: small cache, tp: 1, instances: 1, gpu_memory_utilization: 0.27}
+      - {name: swapped, tp: 1, instances: 1, gpu_memory_utilization: 0.27, preemption: swap}
 """
 
 
 def test_under_preemption_kv_stays_within_capacity_and_every_request_finishes_once(tmp_path):
     planned = plan_serve(ServeRequest(str(scenario(tmp_path, PREEMPTING))))
     out = run_serve(planned)
-    (row,) = out.rows
+    recompute, swap = out.rows
     (_, pool), = build_pools(planned.fabrics[0], planned.scenario, planned.deployments[0])
     capacity = pool.pool.capacity
     assert capacity.tokens < 300 * 3400  # the cache cannot hold every request at once
-    assert row["preemptions"] > 0
-    assert row["peak_kv_fraction"] <= 1
-    assert row["requests"] == 300 and len(out.latencies[0]["ttft_s"]) == 300
-    assert row["output_tokens"] == 300 * 400
+    least = 300 * (3000 + 400 - 1)  # every token fed once (the last sampled one never)
+    for row, lat in zip(out.rows, out.latencies):
+        assert row["preemptions"] > 0
+        assert row["peak_kv_fraction"] <= 1
+        assert row["requests"] == 300 and len(lat["ttft_s"]) == 300
+        assert row["output_tokens"] == 300 * 400
+    # recompute feeds a preempted request's tokens again; swap copies them out and back over PCIe
+    # and feeds one token per resumption of a decoding request
+    assert recompute["computed_tokens"] > swap["computed_tokens"] >= least
+    assert swap["computed_tokens"] <= least + swap["preemptions"]
 
 
 DISAGG = """\

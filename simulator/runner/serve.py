@@ -43,6 +43,7 @@ from simulator.workloads.attention.moe import dispatch_bytes
 from simulator.workloads.collectives import build_collective
 from simulator.workloads.collectives.base import link_kind
 from simulator.workloads.collectives.rails import nodes_of
+from simulator.workloads.copies import build_copy
 from simulator.workloads.scenario import gpu_hbm_bytes
 from simulator.workloads.serving.capacity import kv_capacity
 from simulator.workloads.serving.deployment import (DeploymentRun, Pool, gpus_for, serve_aggregated,
@@ -245,6 +246,19 @@ class BuiltPool:
     facts: dict
 
 
+def _swaps(fabric: Fabric, gpus: tuple[str, ...], m: ModelShape, most_tokens: int, engine: str):  # noqa: ANN202
+    """(out, in): seconds to copy the KV of N tokens between the unit's GPUs and host memory, every
+    GPU its own shard at once (they share whatever PCIe switch or uplink they have in common)."""
+    per_token = m.layers * m.kv_bytes_per_token_layer()
+    sizes = doubling_sizes(per_token, max(1, most_tokens) * per_token)
+    try:
+        curves = [_curve(fabric, lambda n, kind=kind: build_copy(fabric, kind, gpus, n), sizes, engine)
+                  for kind in ("d2h", "h2d")]
+    except InputError as err:
+        raise InputError(f"preemption: swap copies the KV cache to host memory, but {err.message}") from None
+    return tuple((lambda tokens, c=c: c.time_s(tokens * per_token)) for c in curves)
+
+
 def build_pools(fabric: Fabric, scenario: ServingScenario, d: DeploymentSpec) -> list[tuple[str, BuiltPool]]:
     """Each pool of ``d`` on ``fabric``: its GPUs in rank order, iteration model and KV cache."""
     gpus = fabric.gpus
@@ -262,13 +276,18 @@ def build_pools(fabric: Fabric, scenario: ServingScenario, d: DeploymentSpec) ->
         capacity = kv_capacity(m, hbm, p.max_num_batched_tokens, p.gpu_memory_utilization, d.block_tokens,
                                where=f"deployment {d.name!r}{'' if role == 'serve' else f' ({role})'} on {fabric.name}")
         config = SchedulerConfig(p.max_num_seqs, p.max_num_batched_tokens, p.chunked_prefill,
-                                 d.prefix_cache_hit_fraction, d.context_bucket_tokens)
+                                 d.prefix_cache_hit_fraction, d.context_bucket_tokens, preemption=p.preemption)
         units = units_for(instances, p.tp, p.ep)
         unit_gpus = [tuple(gpus[offset + u * p.tp: offset + (u + 1) * p.tp]) for u in range(units)]
+        swap_out = swap_in = None
+        if p.preemption == "swap":
+            swap_out, swap_in = _swaps(fabric, unit_gpus[0], m, capacity.tokens, scenario.engine)
+            facts["swap"] = "KV copied to host memory over PCIe and back (simulated d2h and h2d)"
         offset += gpus_for(instances, p.tp, p.ep)
         facts.update({"gpu": part, "instances": instances, "units": units, "tp": p.tp, "ep": p.ep,
                       "kv_cache": capacity.as_dict(), "first_gpus": [first[0], first[-1]]})
-        out.append((role, BuiltPool(Pool(role, units, p.tp, model, config, capacity), unit_gpus, p, facts)))
+        out.append((role, BuiltPool(Pool(role, units, p.tp, model, config, capacity, swap_out, swap_in), unit_gpus,
+                                    p, facts)))
     return out
 
 
@@ -419,6 +438,7 @@ def _row(fabric: Fabric, d: DeploymentSpec, rate: float | None, run: DeploymentR
                 "mean_in_system": s.mean_in_system, "window_s": window, "span_s": span,
                 "output_tokens": s.output_tokens,
                 "preemptions": sum(u.preemptions for p in run.pools for u in p.units),
+                "computed_tokens": sum(u.tokens for p in run.pools for u in p.units),
                 "busy_fraction": busy, "avg_power_kW": power_kW,
                 "output_tok_per_s_per_kW": s.output_tokens_per_s / power_kW if power_kW else math.nan,
                 "J_per_output_token": energy_J / out_tokens if out_tokens else math.nan,

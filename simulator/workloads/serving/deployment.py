@@ -50,6 +50,10 @@ class Pool:
     model: IterationModel
     config: SchedulerConfig
     capacity: KvCapacity
+    swap_out_s: Callable[[int], float] | None = None
+    """Swap preemption: seconds to copy the KV of N tokens from the unit's GPUs to host memory."""
+    swap_in_s: Callable[[int], float] | None = None
+    """And back."""
 
 
 @dataclass(slots=True)
@@ -134,7 +138,8 @@ def _serve_unit(pool: Pool, requests: Sequence[Request], load: UnitLoad) -> list
 
     local = [Request(i, r.arrival_s, r.prompt_tokens, r.output_tokens, r.remote_kv_tokens)
              for i, r in enumerate(requests)]
-    run = ContinuousBatchingScheduler(pool.config, kv, pool.model.iteration_s, watch).run(local)
+    run = ContinuousBatchingScheduler(pool.config, kv, pool.model.iteration_s, watch, swap_s=pool.swap_out_s,
+                                      swap_in_s=pool.swap_in_s).run(local)
     load.requests += len(requests)
     load.iterations += run.iterations
     load.preemptions += run.preemptions

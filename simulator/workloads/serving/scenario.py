@@ -244,6 +244,9 @@ class PoolSpec(_Item):
     max_num_batched_tokens: int = Field(default=DEFAULT_MAX_NUM_BATCHED_TOKENS, ge=1)
     chunked_prefill: bool = True
     gpu_memory_utilization: float = Field(default=DEFAULT_GPU_MEMORY_UTILIZATION, gt=0, le=1)
+    preemption: Literal["recompute", "swap"] = "recompute"
+    """When KV blocks run out: recompute the preempted request's KV later (vLLM V1), or swap it to
+    host memory over PCIe and back (vLLM V0's swap mode; the copies simulated on the topology)."""
 
     @model_validator(mode="after")
     def _ep_of_tp(self) -> "PoolSpec":

@@ -217,7 +217,8 @@ class ContinuousBatchingScheduler:
 
     def __init__(self, config: SchedulerConfig, kv: KVBlockAllocator, iteration_s: Callable[[BatchShape], float],
                  observer: Callable[[IterationRecord], None] | None = None, *,
-                 swap_s: Callable[[int], float] | None = None) -> None:
+                 swap_s: Callable[[int], float] | None = None,
+                 swap_in_s: Callable[[int], float] | None = None) -> None:
         if config.context_bucket_tokens % kv.block_tokens:
             raise InputError(f"context_bucket_tokens {config.context_bucket_tokens} is not a multiple of the KV "
                              f"block size {kv.block_tokens}", field="context_bucket_tokens")
@@ -232,6 +233,8 @@ class ContinuousBatchingScheduler:
         self.swap_s = swap_s
         """Seconds to copy the KV of N tokens one way between HBM and host memory (swap mode; unused in
         recompute mode)."""
+        self.swap_in_s = swap_in_s or swap_s
+        """The copy back to HBM when it differs (a PCIe read is not a posted write); default ``swap_s``."""
 
     def run(self, requests: Sequence[Request]) -> ServingRun:
         """Serve ``requests`` (in arrival order, ``request_id`` their index) until every one has
@@ -263,7 +266,7 @@ class ContinuousBatchingScheduler:
         cost = self.iteration_s
         observer = self.observer
         swap = cfg.preemption == "swap"
-        swap_s = self.swap_s
+        swap_s, swap_in_s = self.swap_s, self.swap_in_s
         swapped_out = swapped_in = 0
         contexts: tuple[tuple[int, int], ...] = ()
         dirty = False
@@ -406,7 +409,7 @@ class ContinuousBatchingScheduler:
                 raise SimulationError(f"iteration_s returned {duration!r} s for {shape}; an iteration takes a "
                                       "finite time > 0")
             if swapped_out or swapped_in:
-                duration += self._swap_time(swap_s, swapped_out) + self._swap_time(swap_s, swapped_in)
+                duration += self._swap_time(swap_s, swapped_out) + self._swap_time(swap_in_s, swapped_in)
             end_s = t + duration
             iterations += 1
             busy_s += duration
