@@ -89,12 +89,29 @@ class LayerEntry(BaseModel):
     known_gap: str | None = None
 
 
+class ServingEntry(BaseModel):
+    """One published serving measurement (``kind: serving``): a serving scenario file (one topology,
+    one deployment, one rate or a fixed batch) run by ``fabricsim serve``; the figure is its row's."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    kind: Literal["serving"]
+    name: str
+    scenario: str
+    """The serving scenario file, relative to the repository root (``validation/serving/...``)."""
+    metric: Literal["latency_mean_ms", "tpot_mean_ms", "ttft_mean_ms", "output_tok_per_s"]
+    published: float = Field(gt=0)
+    source: str = Field(min_length=3)
+    known_gap: str | None = None
+
+
 def _kind(data: Any) -> str:
     return str(data.get("kind", "collective")) if isinstance(data, dict) else str(getattr(data, "kind", "collective"))
 
 
 AnyEntry = Annotated[Union[Annotated[Entry, Tag("collective")], Annotated[KernelEntry, Tag("kernel")],
-                           Annotated[LayerEntry, Tag("layer")]], Discriminator(_kind)]
+                           Annotated[LayerEntry, Tag("layer")], Annotated[ServingEntry, Tag("serving")]],
+                     Discriminator(_kind)]
 
 
 class PublishedFile(BaseModel):
@@ -103,7 +120,7 @@ class PublishedFile(BaseModel):
     entries: list[AnyEntry] = Field(min_length=1)
 
 
-def load_published(path: str | Path = DEFAULT_FILE) -> list[Entry | KernelEntry | LayerEntry]:
+def load_published(path: str | Path = DEFAULT_FILE) -> list[Entry | KernelEntry | LayerEntry | ServingEntry]:
     """Read and check a published-figures file (errors located by file and line)."""
     path = Path(path)
     if not path.is_file():
@@ -163,6 +180,25 @@ def _predict_layer(entry: LayerEntry) -> tuple[float, str]:
     return step.layer_s * 1e6, step.main_bound()
 
 
+def _predict_serving(entry: ServingEntry, root: Path) -> tuple[float, dict]:
+    """(the figure of the scenario's one row, what ran)."""
+    from simulator.runner.serve import ServeRequest, run_serve
+
+    path = root / entry.scenario
+    if not path.is_file():
+        raise InputError(f"entry {entry.name!r}: no such serving scenario file", file=str(path))
+    out = run_serve(ServeRequest(str(path)))
+    if len(out.rows) != 1:
+        raise InputError(f"entry {entry.name!r}: the scenario gives {len(out.rows)} rows; a validation entry needs "
+                         "one topology, one deployment and one rate", file=str(path))
+    row = out.rows[0]
+    pools = out.systems[0]["pools"]
+    tp = "+".join(f"tp{f['tp']}" + (f"ep{f['ep']}" if f["ep"] > 1 else "") for f in pools.values())
+    return float(row[entry.metric]), {"topology": row["system"], "op": "serving", "gpus": row["gpus"], "bytes": 0,
+                                      "algo": "continuous batching", "protocol": tp, "channels": None,
+                                      "engine": "flow"}
+
+
 def _row(entry: Any, predicted: float, threshold_pct: float, **how: Any) -> dict:
     error = 100.0 * (predicted - entry.published) / entry.published
     return {"name": entry.name, "kind": entry.kind, "metric": entry.metric, "predicted": predicted,
@@ -179,6 +215,12 @@ def predict(entries: list[Entry], root: Path, threshold_pct: float = DEFAULT_THR
     fabrics: dict[str, Fabric] = {}
     rows = []
     for entry in entries:
+        if isinstance(entry, ServingEntry):
+            value, how = _predict_serving(entry, root)
+            rows.append(_row(entry, value, threshold_pct, **how))
+            if on_row:
+                on_row(rows[-1])
+            continue
         if not isinstance(entry, Entry):  # a kernel or a layer: the kernel model of the GPU, no fabric
             value, bound = _predict_kernel(entry) if isinstance(entry, KernelEntry) else _predict_layer(entry)
             what = entry.kernel if isinstance(entry, KernelEntry) else f"{entry.layer_kernels} layer"
