@@ -82,3 +82,24 @@ def test_the_tutorials_fault_step_quotes_what_bench_gives():
     assert _bench_row("hgx_h100", *ring)["time_us"] == pytest.approx(early, rel=0.01)
     assert _bench_row("hgx_h100", *ring, "--fault", "switch_down:device=hgx.nvsw0,at=1ms")["time_us"] == \
         pytest.approx(late, rel=0.01)
+
+
+@pytest.mark.parametrize("topology, deployment, rate, quoted", [
+    ("gb200_nvl72", "18 x TP4", 200, "(707.2 tok/s per GPU, TPOT p50 30.32 ms, 723.7 tok/s per kW)"),
+    ("hopper_ib_rack", "5 prefill + 4 decode TP8", 50, "(185.6 tok/s per GPU, TPOT p50 19.73 ms, 273.2 tok/s per kW)"),
+])
+def test_the_readme_quotes_what_serve_gives(topology, deployment, rate, quoted):
+    """The README's serving headline (the main job's) is what fabricsim serve gives for those rows;
+    a rate's requests are the same whether it runs alone or among the scenario's rates."""
+    import json
+
+    readme = " ".join((ROOT / "README.md").read_text().replace("> ", "").split())
+    assert quoted in readme
+    out = subprocess.run([sys.executable, "-m", "simulator", "serve", "serving_nvl72_vs_hopper", "--topology", topology,
+                          "--deployment", deployment, "--rate", str(rate), "--json", "-"], capture_output=True,
+                         text=True, timeout=300, cwd=ROOT)
+    assert out.returncode == 0, out.stderr
+    (row,) = json.loads(out.stdout)["rows"]
+    assert row["slo_attainment"] >= 0.9
+    assert (f"({row['output_tok_per_s_per_gpu']:.1f} tok/s per GPU, TPOT p50 {row['tpot_p50_ms']:.2f} ms, "
+            f"{row['output_tok_per_s_per_kW']:.1f} tok/s per kW)") == quoted

@@ -1,4 +1,4 @@
-"""Generate docs/reference/topology.md and docs/reference/scenario.md from the pydantic schemas.
+"""Generate docs/reference/topology.md, scenario.md and serving.md from the pydantic schemas.
 
 Field names (YAML spelling), types, defaults, constraints and descriptions are read from the
 models themselves (``simulator/topology/schema.py``, ``simulator/workloads/scenario.py``); the
@@ -360,8 +360,35 @@ def _scenario_summary(path: Path) -> str:
             + table(["kind", "name"], rows) + "\n")
 
 
+def serving_page() -> str:
+    from simulator.workloads.serving import scenario as serving
+
+    text = header(SCRIPT, "schema in simulator/workloads/serving/scenario.py")
+    text += "# Serving scenario file reference\n\n"
+    text += ("A serving scenario names topologies, a model, the load, the SLOs and deployments; `fabricsim serve "
+             "SCENARIO.yaml` serves the load with every deployment at every rate on every topology "
+             "(docs/serving.md explains what is modelled). It is validated by "
+             "`simulator/workloads/serving/scenario.py` with the same one-line `FILE:LINE: field: what` errors as "
+             "topologies.\n\n")
+    text += "## Overview\n\n" + docstring_as_markdown(module_doc(serving)) + "\n"
+    text += "## How all-reduces run (`deployments[].all_reduce`)\n\n"
+    text += table(["name", "what runs"], [[f"`{k}`", v] for k, v in serving.ALL_REDUCE_POLICIES.items()]) + "\n"
+    text += "## Keys\n\n"
+    titles = {serving.ServingScenario: "top level (ServingScenario)", serving.ServedModelSpec: "`model` (ServedModelSpec)",
+              serving.LoadSpec: "`load` (LoadSpec)", serving.LengthSpec: "`load.prompt_tokens`, `load.output_tokens` "
+              "(LengthSpec)", serving.SloSpec: "`slo` (SloSpec)", serving.DeploymentSpec: "`deployments[]` "
+              "(DeploymentSpec)", serving.PoolSpec: "`deployments[].prefill`, `deployments[].decode` (PoolSpec)"}
+    for model in model_tree(serving.ServingScenario):
+        text += model_section(model, titles.get(model, f"`{model.__name__}`"))
+    example = ROOT / "scenarios" / "serving_nvl72_vs_hopper.yaml"
+    text += "## Worked example\n\n### Llama-3-70B on GB200 NVL72 and the Hopper IB rack\n\n" + _yaml_block(example)
+    text += f"Run it with `fabricsim serve {example.relative_to(ROOT).as_posix()}` (or `fabricsim serve {example.stem}`).\n"
+    return text
+
+
 def render() -> dict[str, str]:
-    return {"docs/reference/topology.md": topology_page(), "docs/reference/scenario.md": scenario_page()}
+    return {"docs/reference/topology.md": topology_page(), "docs/reference/scenario.md": scenario_page(),
+            "docs/reference/serving.md": serving_page()}
 
 
 def main(argv: list[str] | None = None) -> None:

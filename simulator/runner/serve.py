@@ -184,11 +184,18 @@ def _loads(scenario: ServingScenario, request: ServeRequest) -> tuple[list, list
     rates = request.rates or tuple(load.rates)
     duration = request.duration_s or load.duration_s
     out = []
-    for i, rate in enumerate(rates):
+    for rate in rates:
         count = load.requests or max(1, math.ceil(rate * duration))
         out.append((rate, generate(load.process(rate), load.prompt_tokens.distribution(),  # type: ignore[union-attr]
-                                   load.output_tokens.distribution(), count, seed + i)))  # type: ignore[union-attr]
+                                   load.output_tokens.distribution(), count, rate_seed(seed, rate))))  # type: ignore[union-attr]
     return out, []
+
+
+def rate_seed(seed: int, rate: float) -> int:
+    """The seed of the requests at ``rate``: the scenario's seed and the rate (in mHz) mixed by
+    numpy's SeedSequence, so a rate's requests are the same whether it runs alone (``--rate``) or
+    among others, and differ from every other rate's."""
+    return int(np.random.SeedSequence([seed, round(rate * 1000)]).generate_state(1)[0])
 
 
 # ---------------------------------------------------------------- the fabric's costs
@@ -202,7 +209,9 @@ def _curve(fabric: Fabric, build: Callable[[int], Workload], sizes: tuple[int, .
     return SizeCurve(sizes, tuple(times), tuple(joules))
 
 
-def _one_nvlink_domain(fabric: Fabric, gpus: tuple[str, ...]) -> bool:
+def _custom_all_reduce(fabric: Fabric, gpus: tuple[str, ...]) -> bool:
+    """Whether vLLM's custom all-reduce runs on ``gpus``: one host (``Node.group``) and NVLink between
+    every pair (``ALL_REDUCE_POLICIES['vllm']``)."""
     return len(nodes_of(fabric, gpus)) == 1 and all(link_kind(fabric, gpus[0], g) == "nvlink" for g in gpus[1:])
 
 
@@ -221,13 +230,14 @@ def _collectives(fabric: Fabric, tp_gpus: tuple[str, ...], ep_gpus: tuple[str, .
     if m.tp > 1:
         nccl = coll(tp_gpus, "all_reduce", "auto", rows)
         all_reduce = nccl
-        if d.all_reduce == "vllm" and _one_nvlink_domain(fabric, tp_gpus):
+        if d.all_reduce == "vllm" and _custom_all_reduce(fabric, tp_gpus):
             limit = CUSTOM_ALL_REDUCE_ONE_SHOT_BYTES if m.tp > 2 else 8 * 1024 * 1024
             small = coll(tp_gpus, "all_reduce", "direct", tuple(s for s in rows if s <= limit) or rows[:1])
             all_reduce = BySize(small, nccl, limit)
             facts["all_reduce"] = f"one-shot below {limit // 1024} KiB, NCCL's choice above"
         else:
-            facts["all_reduce"] = "NCCL's choice"
+            facts["all_reduce"] = ("NCCL's choice (GPUs on more than one host)" if d.all_reduce == "vllm"
+                                   else "NCCL's choice")
         if m.is_moe and m.ep > 1:
             all_gather = coll(tp_gpus, "all_gather", "auto", rows)
     if m.is_moe and m.ep > 1:

@@ -50,10 +50,11 @@ DEFAULT_MAX_NUM_BATCHED_TOKENS = 8192
 """assumption: vLLM V1's token budget for an API server on a GPU of 70 GiB or more (its
 ``EngineArgs`` defaults by usage context; 2048 on smaller GPUs); a deployment may set its own."""
 ALL_REDUCE_POLICIES = {
-    "vllm": "vLLM's: a one-shot kernel (every GPU reads every peer's buffer; fabricsim's direct "
-            "algorithm) for messages under 512 KiB when the group is one NVLink domain, NCCL's choice "
-            "otherwise (custom_all_reduce.py: one-shot below 512 KiB on 8 GPUs; its two-shot kernel "
-            "between 512 KiB and 8 MiB runs here as NCCL's choice)",
+    "vllm": "vLLM's: its custom one-shot kernel (every GPU reads every peer's buffer; fabricsim's direct "
+            "algorithm) for messages under 512 KiB when the group's GPUs share one host and NVLink (it maps "
+            "peer buffers with CUDA IPC, which does not cross hosts: a TP8 group over two NVL72 compute trays "
+            "runs NCCL), NCCL's choice otherwise (custom_all_reduce.py; its two-shot kernel between 512 KiB "
+            "and 8 MiB runs here as NCCL's choice)",
     "nccl": "NCCL's tuner for every all-reduce (vLLM with --disable-custom-all-reduce)",
 }
 """How a deployment's tensor-parallel all-reduces are run, by name (help and docs read this)."""
