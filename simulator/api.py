@@ -101,7 +101,8 @@ def sweep(sweep_file: str | Path, workers: int | None = None, scheduler: str | N
 
 
 def serve(scenario: str | Path, rates: Sequence[float] = (), topologies: Sequence[str | Path] = (),
-          deployments: Sequence[str] = (), duration_s: float | None = None, seed: int | None = None) -> ServeOutcome:
+          deployments: Sequence[str] = (), duration_s: float | None = None, seed: int | None = None,
+          workers: int | None = None, scheduler: str | None = None) -> ServeOutcome:
     """``fabricsim serve``: a serving scenario (a path or a shipped name), every deployment at every
     rate on every topology; ``.rows``, ``.headline`` (the sentence the command prints), ``.to_dict()``
     (its ``--json``), ``.latencies`` (each row's TTFT, TPOT and latency of every request)."""
@@ -109,7 +110,8 @@ def serve(scenario: str | Path, rates: Sequence[float] = (), topologies: Sequenc
 
     return headlined(run_serve(ServeRequest(scenario=str(scenario), topologies=tuple(str(t) for t in topologies),
                                             rates=tuple(float(r) for r in rates), deployments=tuple(deployments),
-                                            duration_s=duration_s, seed=seed)))
+                                            duration_s=duration_s, seed=seed, workers=workers,
+                                            scheduler=scheduler)))
 
 
 def lab(request: LabRequest) -> LabOutcome:

@@ -266,3 +266,15 @@ def test_the_shipped_serving_scenario_plans(tmp_path):
     names = {d.name for d in planned.deployments}
     assert any("disaggregated" in n or "prefill" in n for n in names)
     assert all(math.isfinite(r) for r, _ in planned.loads)
+
+
+def test_on_dask_the_combinations_give_the_same_outcome(tmp_path):
+    """system x deployment x rate fanned out over Dask workers: the same rows and latencies, in order."""
+    request = dict(rates=(20, 60), deployments=("9 x TP8",), duration_s=4.0)
+    serial = run_serve(ServeRequest("serving_nvl72_vs_hopper", **request))
+    fanned = run_serve(ServeRequest("serving_nvl72_vs_hopper", workers=2, **request))
+    assert [(r["system"], r["rate_per_s"]) for r in fanned.rows] == [(r["system"], r["rate_per_s"]) for r in serial.rows]
+    assert len(serial.rows) == 4
+    assert fanned.to_dict() == serial.to_dict()
+    for a, b in zip(serial.latencies, fanned.latencies):
+        assert np.array_equal(a["ttft_s"], b["ttft_s"]) and np.array_equal(a["tpot_s"], b["tpot_s"])

@@ -23,6 +23,11 @@ def register(app: typer.Typer) -> None:
         duration: Annotated[Optional[float], typer.Option(
             help="Seconds of arrivals at each rate; replaces the scenario's load.duration.")] = None,
         seed: Annotated[Optional[int], typer.Option(help="Seed of the arrivals (default: the scenario's).")] = None,
+        workers: Annotated[Optional[int], typer.Option(
+            min=1, help="Run the system x deployment x rate combinations on a local Dask cluster of N worker "
+                        "processes (as sweep runs its points); default: one after another.")] = None,
+        scheduler: Annotated[Optional[str], typer.Option(
+            help="Run them on a running Dask scheduler instead, e.g. tcp://10.0.0.5:8786.")] = None,
         json_path: Annotated[Optional[str], typer.Option("--json", help="Write all rows as JSON here" + JSON_HELP)] = None,
         csv_path: Annotated[Optional[str], typer.Option("--csv", help="Write all rows as CSV here" + JSON_HELP)] = None,
         plot: Annotated[Optional[str], typer.Option(
@@ -40,7 +45,8 @@ def register(app: typer.Typer) -> None:
         from simulator.runner.serve import ServeRequest, plan_serve, run_serve
 
         request = ServeRequest(scenario=scenario, topologies=tuple(topology or ()), rates=tuple(rate or ()),
-                               deployments=tuple(deployment or ()), duration_s=duration, seed=seed)
+                               deployments=tuple(deployment or ()), duration_s=duration, seed=seed,
+                               workers=workers, scheduler=scheduler)
         planned = plan_serve(request)
         inputs = output_plan(list(planned.inputs), json=json_path, csv=csv_path, plot=plot, cdf_plot=cdf_plot).inputs
         console = plain_console(stderr=True)

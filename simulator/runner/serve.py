@@ -73,6 +73,11 @@ class ServeRequest:
     duration_s: float | None = None
     """Replaces ``load.duration``."""
     seed: int | None = None
+    workers: int | None = None
+    """Run the system x deployment x rate combinations on a local Dask cluster of this many worker
+    processes (as ``fabricsim sweep`` runs points); None: one after another in this process."""
+    scheduler: str | None = None
+    """Or on a running Dask scheduler (``tcp://HOST:PORT``)."""
 
 
 @dataclass(frozen=True)
@@ -305,8 +310,12 @@ def build_pools(fabric: Fabric, scenario: ServingScenario, d: DeploymentSpec) ->
 
 def run_serve(planned: ServePlan | ServeRequest,
               on_progress: Callable[[int, int, str], None] | None = None) -> ServeOutcome:
-    """Every deployment at every load on every topology; ``on_progress(done, total, label)`` after each."""
+    """Every deployment at every load on every topology; ``on_progress(done, total, label)`` after each.
+    With ``workers`` or ``scheduler`` the combinations run on Dask, each in a worker
+    (:func:`serve_point`), and come back in the same order with the same numbers."""
     planned = planned if isinstance(planned, ServePlan) else plan_serve(planned)
+    if planned.request.workers or planned.request.scheduler:
+        return _run_on_dask(planned, on_progress)
     sc = planned.scenario
     ttft_slo, tpot_slo = sc.slo.seconds()
     rows: list[dict] = []
@@ -342,8 +351,63 @@ def run_serve(planned: ServePlan | ServeRequest,
                 latencies.append(lat)
                 done += 1
                 if on_progress:
-                    on_progress(done, total, f"{fabric.name} · {d.name} · "
-                                             f"{'trace' if rate is None else f'{rate:g} req/s'}")
+                    on_progress(done, total, _label(fabric, d, rate))
+    slo = {"ttft_s": ttft_slo, "tpot_s": tpot_slo, "ttft": sc.slo.ttft, "tpot": sc.slo.tpot}
+    return ServeOutcome(sc.name, rows, latencies, systems, list(planned.warnings), slo)
+
+
+def _label(fabric: Fabric, d: DeploymentSpec, rate: float | None) -> str:
+    return f"{fabric.name} · {d.name} · {'trace' if rate is None else f'{rate:g} req/s'}"
+
+
+def serve_point(payload: dict) -> dict:
+    """One system x deployment x rate of a serving scenario, as a Dask worker runs it: the
+    scenario planned again with that topology, deployment and rate alone (a rate's requests do not
+    depend on the others: ``rate_seed``); ``{"rows": [{"row", "latencies", "system"}]}`` or
+    ``{"error": ...}`` (never raises)."""
+    try:
+        request = ServeRequest(payload["scenario"], topologies=(payload["topology"],),
+                               rates=() if payload["rate"] is None else (payload["rate"],),
+                               deployments=(payload["deployment"],), duration_s=payload["duration_s"],
+                               seed=payload["seed"])
+        out = run_serve(request)
+    except Exception as err:  # reported with the point, the other points go on
+        return {"error": str(err)}
+    lat = {k: np.asarray(v).tolist() for k, v in out.latencies[0].items()}
+    return {"rows": [{"row": out.rows[0], "latencies": lat, "system": out.systems[0]}]}
+
+
+def _run_on_dask(planned: ServePlan, on_progress: Callable[[int, int, str], None] | None) -> ServeOutcome:
+    from simulator.runner.distributed import run_points
+    from simulator.runner.sweep_file import Point
+
+    req, sc = planned.request, planned.scenario
+    combos = [(f, t, d, rate) for f, t in zip(planned.fabrics, planned.topologies) for d in planned.deployments
+              for rate, _ in planned.loads]
+    points = [Point(i, {"system": f.name, "deployment": d.name, "rate": rate},
+                    {"scenario": req.scenario, "topology": str(t), "deployment": d.name, "rate": rate,
+                     "duration_s": req.duration_s, "seed": req.seed}, digest=f"serve{i:011d}")
+              for i, (f, t, d, rate) in enumerate(combos)]
+    done = [0]
+
+    def heard(outcome) -> None:  # noqa: ANN001
+        done[0] += 1
+        if on_progress:
+            f, _, d, rate = combos[outcome.point.index]
+            on_progress(done[0], len(points), _label(f, d, rate))
+
+    outcomes = run_points(points, serve_point, workers=req.workers, scheduler=req.scheduler, on_outcome=heard)
+    failed = [o for o in outcomes if o.error]
+    if failed:
+        raise InputError(f"{len(failed)} of {len(outcomes)} serving runs failed; the first: {failed[0].error}")
+    rows, latencies, systems = [], [], []
+    for o in outcomes:
+        (got,) = o.rows  # type: ignore[misc]
+        rows.append(got["row"])
+        latencies.append({k: np.asarray(v, dtype=float) for k, v in got["latencies"].items()})
+        if got["system"] not in systems:
+            systems.append(got["system"])
+    ttft_slo, tpot_slo = sc.slo.seconds()
     slo = {"ttft_s": ttft_slo, "tpot_s": tpot_slo, "ttft": sc.slo.ttft, "tpot": sc.slo.tpot}
     return ServeOutcome(sc.name, rows, latencies, systems, list(planned.warnings), slo)
 
