@@ -233,6 +233,8 @@ def test_disaggregated_ttft_is_prefill_then_kv_transfer_then_a_decode_iteration(
         assert np.allclose(out.latencies[0]["ttft_s"], prefill_s + exposed + first_s, rtol=1e-9)
         assert exposed > 0
         shares[topology] = row["kv_share_of_ttft"]
+        # the KV caches cross NVLink inside the rack, the NICs between HGX nodes
+        assert row["busiest_link_kv"].startswith("nvlink5" if topology == "gb200_nvl72" else "ib_"), row
     # 2.6 GB of KV: NVLink inside the rack against eight 400G NICs between HGX nodes
     assert shares["gb200_nvl72"] < shares["hopper_ib_rack"]
 
@@ -278,3 +280,13 @@ def test_on_dask_the_combinations_give_the_same_outcome(tmp_path):
     assert fanned.to_dict() == serial.to_dict()
     for a, b in zip(serial.latencies, fanned.latencies):
         assert np.array_equal(a["ttft_s"], b["ttft_s"]) and np.array_equal(a["tpot_s"], b["tpot_s"])
+
+
+def test_expert_parallelism_across_hgx_nodes_loads_infiniband():
+    """EP24 over three HGX nodes: the dispatch and combine all-to-alls make an InfiniBand link the
+    busiest; inside an NVL72 rack the same all-to-alls stay on NVLink."""
+    out = run_serve(ServeRequest("serving_moe_nvl72_vs_hopper", rates=(100,), duration_s=5.0,
+                                 deployments=("3 x EP24 (DP attention)",)))
+    nvl72, hopper = out.rows
+    assert nvl72["busiest_link"].startswith("nvlink5") and hopper["busiest_link"].startswith("ib_")
+    assert hopper["communication_share"] > nvl72["communication_share"]

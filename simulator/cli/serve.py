@@ -71,7 +71,7 @@ def register(app: typer.Typer) -> None:
         out = report_console(stderr="-" in (json_path, csv_path))
         for system in systems_of(outcome.rows):
             out.print(fit(serve_table(outcome.name, system, outcome.rows, outcome.slo), out.width, optional=OPTIONAL))
-        for line in pools_lines(outcome.systems):
+        for line in pools_lines(outcome.systems, outcome.rows):
             out.print(line, highlight=False)
         out.print(outcome.headline, highlight=False)
 

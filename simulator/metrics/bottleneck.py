@@ -22,7 +22,11 @@ def link_class(fabric: Fabric, channel_id: int) -> str:
 def busiest_link(fabric: Fabric, result: RunResult) -> str:
     """The link class whose busiest channel was busy the largest fraction of the run, with that
     fraction, e.g. ``nvlink5 gpu->switch (93% busy)``; ``none`` when nothing moved."""
-    util = result.utilization()
+    return busiest_of(fabric, result.utilization())
+
+
+def busiest_of(fabric: Fabric, util) -> str:  # noqa: ANN001 - one fraction busy per channel
+    """``busiest_link``'s answer for a fraction busy per channel (a run's, or a serving window's)."""
     if not len(util) or float(util.max()) <= 0:
         return "none"
     peak: dict[str, float] = defaultdict(float)

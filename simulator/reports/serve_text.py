@@ -106,8 +106,9 @@ def headline(rows: Sequence[dict]) -> str:
     return text
 
 
-def pools_lines(systems: Sequence[dict]) -> list[str]:
-    """One line per system x deployment x pool: its instances, GPU, KV cache and all-reduce."""
+def pools_lines(systems: Sequence[dict], rows: Sequence[dict] = ()) -> list[str]:
+    """One line per system x deployment x pool: its instances, GPU, KV cache and collectives; then,
+    per system x deployment, the busiest link at the highest rate run."""
     out = []
     for s in systems:
         for role, f in s["pools"].items():
@@ -119,6 +120,12 @@ def pools_lines(systems: Sequence[dict]) -> list[str]:
                        f"weights {kv['weights_GB']:.1f} GB)"
                        + "".join(f", {name}: {f[key]}" for key, name in (("all_reduce", "all-reduce"),
                                                                         ("alltoall", "all-to-all")) if key in f))
+        mine = [r for r in rows if r["system"] == s["system"] and r["deployment"] == s["deployment"]
+                and "busiest_link" in r]
+        if mine:
+            top = max(mine, key=lambda r: r["rate_per_s"] or 0.0)
+            kv = f"; KV transfers: {top['busiest_link_kv']}" if "busiest_link_kv" in top else ""
+            out.append(f"  busiest link at {_rate(top)} req/s: {top['busiest_link']}{kv}")
     return out
 
 

@@ -30,6 +30,7 @@ import numpy as np
 from simulator.engine.dispatch import simulate
 from simulator.engine.transfer import Workload
 from simulator.errors import InputError
+from simulator.metrics.bottleneck import busiest_of
 from simulator.metrics.energy import energy_report
 from simulator.metrics.gpu_energy import WAIT_STATE, gpu_energy
 from simulator.runner.gpu_kernels import gpu_kernels
@@ -206,12 +207,34 @@ def rate_seed(seed: int, rate: float) -> int:
 # ---------------------------------------------------------------- the fabric's costs
 
 def _curve(fabric: Fabric, build: Callable[[int], Workload], sizes: tuple[int, ...], engine: str) -> SizeCurve:
-    times, joules = [], []
+    times, joules, busy = [], [], []
     for nbytes in sizes:
         result = simulate(fabric, build(nbytes), engine=engine)  # type: ignore[arg-type]
         times.append(result.makespan_s)
         joules.append(energy_report(fabric, result).total_dynamic_J)
-    return SizeCurve(sizes, tuple(times), tuple(joules))
+        busy.append(np.asarray(result.channel_busy_s, dtype=float))
+    return SizeCurve(sizes, tuple(times), tuple(joules), tuple(busy))
+
+
+def _link_busy(fabric: Fabric, run: DeploymentRun, kv_pair, window_end: float) -> tuple:  # noqa: ANN001
+    """(collectives, KV transfers): seconds each channel was busy in the arrival window. A pool's
+    collectives were simulated on its first instance's GPUs: their load is the pool's units'
+    average, on that instance's links (the units are alike); each KV transfer on its own links."""
+    coll = np.zeros(len(fabric.channels))
+    for pr in run.pools:
+        for u in pr.units:
+            for (c, nbytes), times in u.window_messages.items():
+                arr = c.busy_at(nbytes)
+                if arr is not None:
+                    coll += arr * (times / len(pr.units))
+    kv = np.zeros(len(fabric.channels))
+    if kv_pair is not None:
+        for m in run.kv_moves:
+            if m.start_s < window_end:
+                arr = kv_pair.curve(m.src_unit, m.dst_unit).busy_at(m.bytes)
+                if arr is not None:
+                    kv += arr
+    return coll, kv
 
 
 def _custom_all_reduce(fabric: Fabric, gpus: tuple[str, ...]) -> bool:
@@ -522,6 +545,11 @@ def _row(fabric: Fabric, d: DeploymentSpec, rate: float | None, run: DeploymentR
                 "peak_kv_fraction": max(u.peak_blocks / b.pool.capacity.blocks
                                         for (_, b), pr in zip(built, run.pools) for u in pr.units),
                 "communication_share": _comm_share(run)})
+    coll_busy, kv_busy = _link_busy(fabric, run, kv_pair, window_end)
+    if window > 0:
+        row["busiest_link"] = busiest_of(fabric, np.minimum(1.0, (coll_busy + kv_busy) / window))
+        if run.kv_moves:
+            row["busiest_link_kv"] = busiest_of(fabric, np.minimum(1.0, kv_busy / window))
     if run.kv_moves:
         exposed = np.array([m.exposed_s for m in run.kv_moves])
         share = exposed / np.maximum(ttft, 1e-12)

@@ -76,6 +76,8 @@ class UnitLoad:
     window_busy_s: float = 0.0
     window_state_s: dict = field(default_factory=lambda: dict.fromkeys(POWER_STATES, 0.0))
     window_transport_J: float = 0.0
+    window_messages: dict = field(default_factory=dict)
+    """(collective, message bytes) -> times it ran in the window's iterations (for link loads)."""
 
 
 @dataclass(frozen=True)
@@ -130,6 +132,10 @@ def _serve_unit(pool: Pool, requests: Sequence[Request], load: UnitLoad) -> list
         if record.start_s < load.window_end_s:
             load.window_busy_s += record.duration_s
             load.window_transport_J += c.transport_J
+            messages = load.window_messages
+            for coll, nbytes, times in c.messages:
+                key = (coll, nbytes)
+                messages[key] = messages.get(key, 0) + times
             for state, s in c.state_s.items():
                 load.window_state_s[state] += s
         load.tokens += record.shape.tokens

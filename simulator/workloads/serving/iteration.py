@@ -34,6 +34,8 @@ import math
 from dataclasses import dataclass, field
 from typing import Protocol, Sequence
 
+import numpy as np
+
 from simulator.hardware.kernels import POWER_STATES, GpuKernels, KernelCost
 from simulator.workloads.attention.layer import PhaseCost, fused_layer, step_ends
 from simulator.workloads.attention.model import ModelShape
@@ -49,6 +51,10 @@ class CollectiveCost(Protocol):
         """Transport energy of the bytes it moves (links, switches; static power apart)."""
         ...
 
+    def busy_at(self, nbytes: int) -> np.ndarray | None:
+        """Seconds each channel of the fabric is busy with it (None when not known)."""
+        ...
+
 
 def _interpolate(sizes: tuple[int, ...], values: tuple[float, ...], nbytes: int) -> float:
     if nbytes <= sizes[0] or len(sizes) == 1:
@@ -58,7 +64,16 @@ def _interpolate(sizes: tuple[int, ...], values: tuple[float, ...], nbytes: int)
     return values[i - 1] + (values[i] - values[i - 1]) * (nbytes - lo) / (hi - lo)
 
 
-@dataclass(frozen=True)
+def _interpolate_arrays(sizes: tuple[int, ...], values: tuple[np.ndarray, ...], nbytes: int) -> np.ndarray:
+    if nbytes <= sizes[0] or len(sizes) == 1:
+        return values[0]
+    i = min(bisect.bisect_left(sizes, nbytes), len(sizes) - 1)
+    lo, hi = sizes[i - 1], sizes[i]
+    w = (nbytes - lo) / (hi - lo)
+    return values[i - 1] * (1.0 - w) + values[i] * w
+
+
+@dataclass(frozen=True, eq=False)
 class SizeCurve:
     """A collective's time and transport energy, simulated at ``sizes`` (ascending) and interpolated
     linearly in bytes between them (a collective's time is affine in its size while the algorithm and
@@ -69,6 +84,8 @@ class SizeCurve:
     sizes: tuple[int, ...]
     times_s: tuple[float, ...]
     energies_J: tuple[float, ...] = ()
+    busy_s: tuple[np.ndarray, ...] = ()
+    """Per size, seconds each channel was busy (the engine's ``channel_busy_s``)."""
 
     def __post_init__(self) -> None:
         if not self.sizes or len(self.sizes) != len(self.times_s) or list(self.sizes) != sorted(set(self.sizes)):
@@ -82,8 +99,11 @@ class SizeCurve:
     def energy_J(self, nbytes: int) -> float:
         return _interpolate(self.sizes, self.energies_J, nbytes) if self.energies_J else 0.0
 
+    def busy_at(self, nbytes: int) -> np.ndarray | None:
+        return _interpolate_arrays(self.sizes, self.busy_s, nbytes) if self.busy_s else None
 
-@dataclass(frozen=True)
+
+@dataclass(frozen=True, eq=False)
 class BySize:
     """``small`` below ``threshold_B`` bytes, ``large`` from there on (a policy that changes algorithm
     at a size, as vLLM's custom all-reduce hands large messages to NCCL)."""
@@ -97,6 +117,9 @@ class BySize:
 
     def energy_J(self, nbytes: int) -> float:
         return (self.small if nbytes < self.threshold_B else self.large).energy_J(nbytes)
+
+    def busy_at(self, nbytes: int) -> np.ndarray | None:
+        return (self.small if nbytes < self.threshold_B else self.large).busy_at(nbytes)
 
 
 def doubling_sizes(smallest: int, largest: int) -> tuple[int, ...]:
@@ -133,6 +156,8 @@ class IterationCost:
     collectives: int = 0
     transport_J: float = 0.0
     """Transport energy of the iteration's collectives, the whole group's (static power apart)."""
+    messages: tuple = ()
+    """(collective, message bytes, times) of each collective of the iteration."""
 
     @property
     def time_s(self) -> float:
@@ -241,11 +266,11 @@ class IterationModel:
         for k in self.attention(shape):
             compute += layers * k.time_s
             states[k.power_state] += layers * k.time_s
-        return IterationCost(compute, rows[2], states, rows[3], rows[4])
+        return IterationCost(compute, rows[2], states, rows[3], rows[4], rows[5])
 
     @functools.lru_cache(maxsize=1 << 14)
     def _rows_part(self, tokens: int) -> tuple:
-        """(compute, states, communication, collectives, transport J) of everything that depends on
+        """(compute, states, communication, collectives, transport J, messages) of everything that depends on
         the batch's token rows only: every layer's kernels but attention, the embedding, the collectives."""
         shape = BatchShape(0, (), 0, tokens, 0)
         kernels = self._row_kernels(tokens)
@@ -255,7 +280,7 @@ class IterationModel:
         comm = self.communication(shape)
         return (sum(k.time_s * n for k, n in kernels), tuple(states.items()),
                 sum(c.time_s(b) * n for c, b, n in comm), sum(n for _, _, n in comm),
-                sum(c.energy_J(b) * n for c, b, n in comm))
+                sum(c.energy_J(b) * n for c, b, n in comm), tuple(comm))
 
     @functools.lru_cache(maxsize=1 << 12)
     def _head_part(self, sequences: int) -> tuple:
