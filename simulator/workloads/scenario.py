@@ -424,18 +424,25 @@ def load_scenario(path: str | Path) -> tuple[ScenarioModel, list[Path]]:
         raise InputError(f"is a sweep file (base: and axes:), not a scenario: run it with fabricsim sweep {path}",
                          file=str(path), line=1)
     scenario = validate_model(ScenarioModel, data, sources)
-    topologies = []
-    for i, name in enumerate(scenario.topologies):
-        topo = shipped_beside(name, path.parent, "topologies")  # a file beside the scenario, or a shipped name
-        if not topo.is_file():
-            raise sources.error(("topologies", i), f"no such topology file {str(topo)!r} "
-                                                   "(nor a shipped topology of that name: see fabricsim list)")
-        topologies.append(topo)
+    topologies = resolve_topologies(scenario.topologies, path, sources)
     _check_job_ranks(scenario, sources)
     raise_all(value_problems(scenario, sources))
     scenario = _resolve_traces(scenario, path, sources)
     scenario._sources = sources
     return scenario, topologies
+
+
+def resolve_topologies(names: list[str], path: Path, sources) -> list[Path]:  # noqa: ANN001 - a SourceMap
+    """The topology files a scenario file at ``path`` names: each a file beside it or a shipped
+    topology's name; a missing one is an error at its line."""
+    topologies = []
+    for i, name in enumerate(names):
+        topo = shipped_beside(name, path.parent, "topologies")  # a file beside the scenario, or a shipped name
+        if not topo.is_file():
+            raise sources.error(("topologies", i), f"no such topology file {str(topo)!r} "
+                                                   "(nor a shipped topology of that name: see fabricsim list)")
+        topologies.append(topo)
+    return topologies
 
 
 def scenario_files(path: str | Path, topologies: list[str | Path] | None = None) -> list[Path]:

@@ -24,6 +24,13 @@ _PLAIN = FuncFormatter(lambda value, _pos: f"{value:g}")
 _MARKERS = ("o", "s", "^", "D", "v", "P")
 
 
+def _plain_log(axis) -> None:  # noqa: ANN001 - a matplotlib Axis
+    """A log axis ticked at 1, 2 and 5 of each decade, labelled as plain numbers."""
+    axis.set_major_locator(LogLocator(subs=(1.0, 2.0, 5.0)))
+    axis.set_major_formatter(_PLAIN)
+    axis.set_minor_formatter(NullFormatter())
+
+
 def _series(rows: Sequence[dict]) -> dict[tuple[str, str], list[int]]:
     out: dict[tuple[str, str], list[int]] = {}
     for i, r in enumerate(rows):
@@ -40,12 +47,17 @@ def _styles(keys: list[tuple[str, str]]) -> dict[tuple[str, str], dict]:
                 "marker": _MARKERS[deployments.index(k[1]) % len(_MARKERS)]} for k in keys}
 
 
-def serving_curves(rows: Sequence[dict], slo: dict, path: str | Path, title: str,
-                   inputs: Iterable[str | Path] = ()) -> Path:
+def _panels(rows: Sequence[dict]):  # noqa: ANN202
+    """A figure of two panels side by side, the rows' series and their styles."""
     fig = new_figure(11.0, 4.6)
     left, right = fig.subplots(1, 2)
     series = _series(rows)
-    styles = _styles(list(series))
+    return fig, left, right, series, _styles(list(series))
+
+
+def serving_curves(rows: Sequence[dict], slo: dict, path: str | Path, title: str,
+                   inputs: Iterable[str | Path] = ()) -> Path:
+    fig, left, right, series, styles = _panels(rows)
     for key, idx in series.items():
         # in order of offered rate: past saturation the curve turns back (served tokens/s stop growing)
         pts = [(rows[i]["output_tok_per_s_per_gpu"], rows[i]["tpot_p50_ms"], rows[i]["ttft_p99_ms"])
@@ -58,9 +70,7 @@ def serving_curves(rows: Sequence[dict], slo: dict, path: str | Path, title: str
         ax.set_xlabel("output tokens per second per GPU")
         ax.set_ylabel(what)
         ax.set_yscale("log")
-        ax.yaxis.set_major_locator(LogLocator(subs=(1.0, 2.0, 5.0)))
-        ax.yaxis.set_major_formatter(_PLAIN)
-        ax.yaxis.set_minor_formatter(NullFormatter())
+        _plain_log(ax.yaxis)
         ax.grid(True, which="both", alpha=0.3)
         if limit:
             ax.axhline(limit * 1e3, color="grey", linestyle="--", linewidth=1)
@@ -76,10 +86,7 @@ def serving_curves(rows: Sequence[dict], slo: dict, path: str | Path, title: str
 
 def serving_cdf(rows: Sequence[dict], latencies: Sequence[dict], path: str | Path, title: str,
                 inputs: Iterable[str | Path] = ()) -> Path:
-    fig = new_figure(11.0, 4.6)
-    left, right = fig.subplots(1, 2)
-    series = _series(rows)
-    styles = _styles(list(series))
+    fig, left, right, series, styles = _panels(rows)
     for key, idx in series.items():
         i = max(idx, key=lambda j: rows[j]["rate_per_s"] or 0.0)
         rate = rows[i]["rate_per_s"]
@@ -93,7 +100,7 @@ def serving_cdf(rows: Sequence[dict], latencies: Sequence[dict], path: str | Pat
         ax.set_xlabel(what)
         ax.set_ylabel("fraction of requests")
         ax.set_xscale("log")
-        ax.xaxis.set_major_formatter(_PLAIN)
+        _plain_log(ax.xaxis)
         ax.set_ylim(0, 1.0)
         ax.grid(True, which="both", alpha=0.3)
     handles, labels = left.get_legend_handles_labels()

@@ -33,12 +33,11 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 
 from simulator.errors import InputError
 from simulator.engine.choices import EngineName
-from simulator.shipped import beside as shipped_beside
 from simulator.topology.loader import load_yaml
 from simulator.topology.validate import validate_model
 from simulator.units import UnitError, parse_quantity
 from simulator.workloads.attention.model import ModelShape
-from simulator.workloads.scenario import ModelSpec
+from simulator.workloads.scenario import ModelSpec, resolve_topologies
 from simulator.workloads.serving.capacity import DEFAULT_BLOCK_TOKENS, DEFAULT_GPU_MEMORY_UTILIZATION
 from simulator.workloads.serving.requests import (FixedLength, GammaArrivals, LognormalLength, PoissonArrivals,
                                                   UniformLength)
@@ -340,13 +339,7 @@ def load_serving(path: str | Path) -> tuple[ServingScenario, list[Path], Any]:
         raise InputError(f"is a scenario of workloads, not a serving scenario: run it with fabricsim run {path}",
                          file=str(path), line=1)
     scenario = validate_model(ServingScenario, data, sources)
-    topologies = []
-    for i, name in enumerate(scenario.topologies):
-        topo = shipped_beside(name, path.parent, "topologies")
-        if not topo.is_file():
-            raise sources.error(("topologies", i), f"no such topology file {str(topo)!r} "
-                                                   "(nor a shipped topology of that name: see fabricsim list)")
-        topologies.append(topo)
+    topologies = resolve_topologies(scenario.topologies, path, sources)
     if scenario.load.trace is not None:
         trace = Path(scenario.load.trace)
         trace = trace if trace.is_absolute() else path.parent / trace
