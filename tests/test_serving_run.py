@@ -290,3 +290,28 @@ def test_expert_parallelism_across_hgx_nodes_loads_infiniband():
     nvl72, hopper = out.rows
     assert nvl72["busiest_link"].startswith("nvlink5") and hopper["busiest_link"].startswith("ib_")
     assert hopper["communication_share"] > nvl72["communication_share"]
+
+
+def test_latent_attention_caches_one_latent_read_once_by_every_head():
+    """DeepSeek-V3's MLA: 512 + 64 elements per token and layer, the same on every TP GPU; decode
+    reads each cached latent once for all 128 / tp heads (absorbed), so its bytes are the latents'."""
+    fabric = load_fabric("hgx_h200")
+    gk = gpu_kernels(fabric, fabric.gpus[0])
+    spec = ServedModelSpec.model_validate({"preset": "deepseek-v3-like", "dtype": "fp8"})
+    for tp in (1, 8):
+        m = spec.shape(tp, 8)
+        assert m.kv_bytes_per_token_layer() == 576
+        model = IterationModel(gk, m, Collectives(all_reduce=SizeCurve((1, 1 << 30), (1e-5, 1e-2)),
+                                                  alltoall=SizeCurve((1, 1 << 30), (1e-5, 1e-2)),
+                                                  all_gather=SizeCurve((1, 1 << 30), (1e-5, 1e-2))), 256)
+        attention = [k for k in model.attention(single_shape(decode_seqs=32, decode_context=4096 - 128))
+                     if k.name == "attention"]
+        (kernel,) = attention
+        h = 128 // tp
+        context = kernel.flops / (4.0 * 32 * h * 576)  # the bucket's middle: 3,841..4,096 tokens
+        assert 3840 < context <= 4096 and context == int(context)
+        assert kernel is gk.decode_attention(32, h, 1, int(context), 576, "fp8", True, shared_kv=True)
+        latents = 32 * 4096 * 576  # fp8: one byte each
+        once = gk.decode_attention(32, h, 1, 4096, 576, "fp8", True, shared_kv=True)
+        twice = gk.decode_attention(32, h, 1, 4096, 576, "fp8", True, shared_kv=False)
+        assert twice.bytes - once.bytes == latents  # separate K and V would read them again

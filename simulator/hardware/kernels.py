@@ -500,7 +500,7 @@ class GpuKernels:
 
     @functools.lru_cache(maxsize=65536)
     def decode_attention(self, batch: int, heads: int, kv_heads: int, context: int, head_dim: int,
-                         dtype: str = "bf16", split: bool = True) -> KernelCost:
+                         dtype: str = "bf16", split: bool = True, shared_kv: bool = False) -> KernelCost:
         """One layer's decode attention (one new query token per sequence) on this GPU.
 
         ``split`` (vLLM, ``flash_attn_with_kvcache``): FlashAttention-2's split-KV kernel. With one
@@ -515,7 +515,13 @@ class GpuKernels:
         Not ``split`` (plain FlashAttention, as PyTorch SDPA runs it when the heuristic gives one
         split): the forward kernel with its 128-row query tile holding one real row per query head of
         a KV group, so its tensor work is 128 / group x the useful FLOPs, scheduled over the SMs as
-        ``prefill_attention`` is."""
+        ``prefill_attention`` is.
+
+        ``shared_kv`` (multi-head latent attention with its up-projections absorbed, as FlashMLA runs
+        decode): keys and values are one cached latent of ``head_dim`` elements per token, read once,
+        and every query head attends to it (``kv_heads`` 1); the FLOPs stay 4 x head_dim per query
+        head and key (MLA's values are the latent's first kv_lora_rank elements: 6% fewer for
+        DeepSeek-V3's 512 of 576)."""
         if not split:  # GQA: the group's query heads are the query rows of one KV head (seqlenq_ngroups_swapped)
             group = max(1, heads // kv_heads)
             return self.prefill_attention(batch, kv_heads, kv_heads, group, context, head_dim, dtype, causal=False)
@@ -529,7 +535,7 @@ class GpuKernels:
         slots = self.spec.sms * a.attention_ctas_per_sm
         splits = flash_decoding_splits(bhm, slots, nblocks)
         ctas = bhm * splits
-        kv = float(batch * context * 2 * kv_heads * head_dim * s)
+        kv = float(batch * context * (1 if shared_kv else 2) * kv_heads * head_dim * s)
         io = float(2 * batch * heads * head_dim * s)
         flops = 4.0 * batch * heads * context * head_dim
         per_cta = math.ceil(nblocks / splits) * FLASH_SPLIT_BLOCK_M * block_n * head_dim * 4.0

@@ -18,6 +18,8 @@ SHAPE_FIELDS = ("layers", "hidden", "heads", "kv_heads", "head_dim", "ffn_hidden
 """The shape numbers a preset gives (``ModelSpec``'s fields of the same names)."""
 MOE_FIELDS = ("experts", "experts_per_token", "moe_ffn_hidden", "shared_experts", "dense_layers")
 """The mixture-of-experts numbers a preset of an MoE model adds (``ServedModelSpec``'s fields)."""
+MLA_FIELDS = ("kv_lora_rank", "q_lora_rank", "qk_rope_head_dim", "v_head_dim")
+"""The multi-head latent attention numbers a preset of an MLA model adds (``ServedModelSpec``'s fields)."""
 
 
 class ModelPreset(BaseModel):
@@ -44,6 +46,11 @@ class ModelPreset(BaseModel):
     """n_shared_experts."""
     dense_layers: int = Field(default=0, ge=0)
     """Leading dense layers (first_k_dense_replace)."""
+    kv_lora_rank: int = Field(default=0, ge=0)
+    """Multi-head latent attention's cached latent (kv_lora_rank); 0: GQA."""
+    q_lora_rank: int = Field(default=0, ge=0)
+    qk_rope_head_dim: int = Field(default=0, ge=0)
+    v_head_dim: int = Field(default=0, ge=0)
     source: str = Field(min_length=1)
     """Where the numbers come from (the model's config.json)."""
 
@@ -51,10 +58,16 @@ class ModelPreset(BaseModel):
     def is_moe(self) -> bool:
         return self.experts > 0
 
+    @property
+    def served_only(self) -> bool:
+        """Only ``fabricsim serve`` runs it (a mixture of experts, or latent attention)."""
+        return self.is_moe or self.kv_lora_rank > 0
+
     def fields(self) -> dict:
         """The ModelSpec fields this preset sets (shape, MoE numbers of an MoE model, and source)."""
         moe = {k: getattr(self, k) for k in MOE_FIELDS} if self.is_moe else {}
-        return {**{k: getattr(self, k) for k in SHAPE_FIELDS}, **moe, "source": self.source}
+        mla = {k: getattr(self, k) for k in MLA_FIELDS} if self.kv_lora_rank else {}
+        return {**{k: getattr(self, k) for k in SHAPE_FIELDS}, **moe, **mla, "source": self.source}
 
 
 class _ModelsFile(BaseModel):

@@ -123,9 +123,10 @@ class ModelSpec(_Item):
                 raise ValueError(unknown_choice("model", name, preset_names()).message
                                  + " (simulator/workloads/models.yaml; or write the numbers out)")
             key, preset = found
-            if preset.is_moe and not cls.allows_moe:
-                raise ValueError(f"model {key!r} is a mixture of experts; decode, prefill and ring-attention "
-                                 "items model a dense MLP: serve it with fabricsim serve (a serving scenario)")
+            if preset.served_only and not cls.allows_moe:
+                raise ValueError(f"model {key!r} has a mixture of experts or latent attention; decode, prefill "
+                                 "and ring-attention items model a dense MLP and GQA: serve it with fabricsim serve "
+                                 "(a serving scenario)")
             written = {k: v for k, v in data.items() if k != "preset"}
             changed = sorted(k for k in written if k in SHAPE_FIELDS and written[k] != getattr(preset, k))
             base = preset.fields()

@@ -228,17 +228,66 @@ def fused_layer(gk: GpuKernels, m: ModelShape, tokens: int, attention: tuple[Ker
     wide). An MoE layer's MLP half is ``attention.moe.moe_mlp``."""
     s, d = m.dtype_bytes, m.head_dim
     h, hkv = m.heads_per_gpu, m.kv_heads_per_gpu
-    attn = PhaseCost().add(_norm(gk, "add+rmsnorm", tokens, m.hidden, s),
-                           gk.gemm("qkv_proj", tokens, (h + 2 * hkv) * d, m.hidden, m.dtype),
-                           _ew(gk, "rotary", 2.0 * tokens * (h + hkv) * d * s, "elementwise"),
-                           _ew(gk, "kv_cache_write", 2.0 * tokens * 2 * hkv * d * s, "copy"),
-                           *attention,
-                           gk.gemm("o_proj", tokens, m.hidden, h * d, m.dtype))
+    if m.is_mla:
+        attn = PhaseCost().add(_norm(gk, "add+rmsnorm", tokens, m.hidden, s), *mla_projections(gk, m, tokens),
+                               *attention, gk.gemm("o_proj", tokens, m.hidden, h * m.v_head_dim, m.dtype))
+    else:
+        attn = PhaseCost().add(_norm(gk, "add+rmsnorm", tokens, m.hidden, s),
+                               gk.gemm("qkv_proj", tokens, (h + 2 * hkv) * d, m.hidden, m.dtype),
+                               _ew(gk, "rotary", 2.0 * tokens * (h + hkv) * d * s, "elementwise"),
+                               _ew(gk, "kv_cache_write", 2.0 * tokens * 2 * hkv * d * s, "copy"),
+                               *attention,
+                               gk.gemm("o_proj", tokens, m.hidden, h * d, m.dtype))
     mlp = PhaseCost().add(_norm(gk, "add+rmsnorm", tokens, m.hidden, s))
     ffn = max(1, m.ffn_hidden // m.tp) if m.ffn_hidden else 0
     if ffn:
         mlp.add(*gated_mlp(gk, m, tokens, ffn))
     return attn, mlp
+
+
+def mla_projections(gk: GpuKernels, m: ModelShape, tokens: int) -> list[KernelCost]:
+    """Multi-head latent attention's projections before attention (vLLM's DeepseekV2MLAAttention,
+    fused kernels): the query down-projection and its RMSNorm, the query up-projection to this GPU's
+    heads (or one full query projection), the latent down-projection with the rotary key and the
+    latent's RMSNorm, rotary on the queries' and the key's rotary parts, the latent written to the
+    cache. The latent's up-projections are the attention's (``mla_attention``)."""
+    s, h = m.dtype_bytes, m.heads_per_gpu
+    qk = m.head_dim + m.qk_rope_head_dim
+    out = []
+    if m.q_lora_rank:
+        out += [gk.gemm("q_a_proj", tokens, m.q_lora_rank, m.hidden, m.dtype),
+                _norm(gk, "q_a_layernorm", tokens, m.q_lora_rank, s, fused_add=False),
+                gk.gemm("q_b_proj", tokens, h * qk, m.q_lora_rank, m.dtype)]
+    else:
+        out.append(gk.gemm("q_proj", tokens, h * qk, m.hidden, m.dtype))
+    return out + [gk.gemm("kv_a_proj_with_mqa", tokens, m.latent_dim, m.hidden, m.dtype),
+                  _norm(gk, "kv_a_layernorm", tokens, m.kv_lora_rank, s, fused_add=False),
+                  _ew(gk, "rotary", 2.0 * tokens * (h + 1) * m.qk_rope_head_dim * s, "elementwise"),
+                  _ew(gk, "kv_cache_write", 2.0 * tokens * m.latent_dim * s, "copy")]
+
+
+def mla_decode_attention(gk: GpuKernels, m: ModelShape, sequences: int, context: int) -> list[KernelCost]:
+    """MLA decode with the latent's up-projections absorbed (FlashMLA, vLLM's MLA backends): each
+    query head's non-rotary part is projected into the latent (a batched GEMM over the heads'
+    W_UK), every head attends to the cached latent (read once: ``shared_kv``), and the result is
+    projected to each head's value (W_UV)."""
+    h = m.heads_per_gpu
+    return [gk.gemm("mla_q_absorb", sequences, h * m.kv_lora_rank, m.head_dim, m.dtype, group="attention"),
+            gk.decode_attention(sequences, h, 1, context, m.latent_dim, m.dtype, True, shared_kv=True),
+            gk.gemm("mla_v_up", sequences, h * m.v_head_dim, m.kv_lora_rank, m.dtype, group="attention")]
+
+
+def mla_prefill_attention(gk: GpuKernels, m: ModelShape, sequences: int, q_tokens: int, kv_tokens: int
+                          ) -> list[KernelCost]:
+    """MLA prefill without absorption (vLLM's MLA prefill path): the latent of every key the chunks
+    see is projected up to each head's key and value (``kv_b_proj`` over ``sequences x kv_tokens``
+    rows), then causal FlashAttention with heads of qk_nope + qk_rope dimensions (the value's 128
+    counted as 192: 20% more FLOPs in its second product, assumption)."""
+    h = m.heads_per_gpu
+    return [gk.gemm("kv_b_proj", sequences * kv_tokens, h * (m.head_dim + m.v_head_dim), m.kv_lora_rank, m.dtype,
+                    group="attention"),
+            gk.prefill_attention(sequences, h, h, q_tokens, kv_tokens, m.head_dim + m.qk_rope_head_dim, m.dtype,
+                                 causal=True)]
 
 
 def gated_mlp(gk: GpuKernels, m: ModelShape, tokens: int, width: int, prefix: str = "") -> list[KernelCost]:

@@ -40,8 +40,7 @@ PHASES = ("decode", "prefill", "ring_attention")
 
 def weight_params_per_gpu(m: ModelShape) -> dict[str, float]:
     """Parameters one GPU holds: all layers' matrices and the embedding + LM head."""
-    d, h, hkv = m.head_dim, m.heads_per_gpu, m.kv_heads_per_gpu
-    attn = m.hidden * (h + 2 * hkv) * d + h * d * m.hidden
+    attn = m.attention_params_per_gpu_layer()
     mlp = 3 * m.hidden * m.ffn_hidden / m.tp
     dense = m.layers - m.moe_layers
     return {"layers": m.layers * attn + dense * mlp + m.moe_layers * m.expert_params_per_gpu_layer(),

@@ -45,6 +45,17 @@ class ModelShape:
     ep: int = 1
     """Expert-parallel degree: the routed experts are split over ``ep`` GPUs, whole experts each (1:
     every GPU holds a 1/tp slice of every expert, tensor-parallel like a dense MLP)."""
+    kv_lora_rank: int = 0
+    """Multi-head latent attention (DeepSeek-V2/V3, config.json kv_lora_rank): each token caches one
+    latent of ``kv_lora_rank + qk_rope_head_dim`` elements per layer, shared by every head (and kept
+    whole on every tensor-parallel GPU, as vLLM's MLA backends keep it); 0: GQA with ``kv_heads``."""
+    q_lora_rank: int = 0
+    """MLA's query compression (q_lora_rank; 0: a full query projection)."""
+    qk_rope_head_dim: int = 0
+    """MLA: the rotary part of each query and key head (qk_rope_head_dim); ``head_dim`` is the rest
+    (qk_nope_head_dim)."""
+    v_head_dim: int = 0
+    """MLA: the dimension of a value head (v_head_dim)."""
 
     @property
     def dtype_bytes(self) -> int:
@@ -55,13 +66,40 @@ class ModelShape:
         return max(1, self.heads // self.tp)
 
     @property
+    def is_mla(self) -> bool:
+        return self.kv_lora_rank > 0
+
+    @property
     def kv_heads_per_gpu(self) -> int:
-        return max(1, self.kv_heads // self.tp)
+        """KV heads one GPU caches (MLA: the one latent)."""
+        return 1 if self.is_mla else max(1, self.kv_heads // self.tp)
+
+    @property
+    def latent_dim(self) -> int:
+        """MLA: the elements one token caches per layer (kv_lora_rank + qk_rope_head_dim)."""
+        return self.kv_lora_rank + self.qk_rope_head_dim
 
     def kv_bytes_per_token_layer(self, per_gpu: bool = True) -> int:
-        """K and V of one token in one layer (B)."""
+        """K and V of one token in one layer (B); MLA: the latent (the same on every GPU)."""
+        if self.is_mla:
+            return self.latent_dim * self.dtype_bytes
         kv = self.kv_heads_per_gpu if per_gpu else self.kv_heads
         return 2 * kv * self.head_dim * self.dtype_bytes
+
+    def attention_params_per_gpu_layer(self) -> float:
+        """Attention weights one GPU holds per layer. GQA: QKV and output projections (KV heads
+        replicated when tp exceeds them). MLA (vLLM's DeepseekV2MLAAttention): the query down- and
+        up-projections (or one full projection), the latent down-projection with the rotary key
+        (replicated), the latent up-projection to every head's key and value and the output
+        projection (split over tp)."""
+        h = self.heads_per_gpu
+        if not self.is_mla:
+            return self.hidden * (h + 2 * self.kv_heads_per_gpu) * self.head_dim + h * self.head_dim * self.hidden
+        qk = self.head_dim + self.qk_rope_head_dim
+        q = (self.hidden * self.q_lora_rank + self.q_lora_rank * h * qk) if self.q_lora_rank else self.hidden * h * qk
+        kv_a = self.hidden * self.latent_dim
+        kv_b = self.kv_lora_rank * h * (self.head_dim + self.v_head_dim)
+        return q + kv_a + kv_b + h * self.v_head_dim * self.hidden
 
     @property
     def is_moe(self) -> bool:

@@ -10,7 +10,9 @@ V1's piecewise graphs; ``launch`` of the kernel model):
   decode tokens and prefill chunks together, with two attention kernels: decode attention over the
   decode sequences (one split-KV kernel for all of them, reading each one's own KV: the batch's
   summed context, at the mean context per sequence) and prefill attention of the chunks (causal,
-  each chunk's queries against its cached prefix and itself);
+  each chunk's queries against its cached prefix and itself); latent attention (MLA) adds its
+  up-projections (absorbed at decode, expanded at prefill: ``layer.mla_decode_attention``,
+  ``layer.mla_prefill_attention``);
 - an MoE layer's MLP half is ``attention.moe.moe_mlp``;
 - collectives per layer: at ``tp > 1`` an all-reduce of the tokens' hidden rows after attention
   and after a dense (or ``ep == 1`` MoE) MLP; an MoE layer at ``ep > 1`` adds a dispatch and a
@@ -37,7 +39,8 @@ from typing import Protocol, Sequence
 import numpy as np
 
 from simulator.hardware.kernels import POWER_STATES, GpuKernels, KernelCost
-from simulator.workloads.attention.layer import PhaseCost, fused_layer, step_ends
+from simulator.workloads.attention.layer import (PhaseCost, fused_layer, mla_decode_attention, mla_prefill_attention,
+                                                 step_ends)
 from simulator.workloads.attention.model import ModelShape
 from simulator.workloads.attention.moe import dispatch_bytes, moe_mlp
 from simulator.workloads.serving.scheduler import BatchShape
@@ -204,11 +207,17 @@ class IterationModel:
             half = self.context_bucket_tokens / 2
             kv = sum(count * max(1.0, bucket - half + 0.5) for bucket, count in shape.decode_contexts)
             mean = max(1, round(kv / shape.decode_seqs))
-            out.append(gk.decode_attention(shape.decode_seqs, h, hkv, mean, d, m.dtype, True))
+            if m.is_mla:
+                out += mla_decode_attention(gk, m, shape.decode_seqs, mean)
+            else:
+                out.append(gk.decode_attention(shape.decode_seqs, h, hkv, mean, d, m.dtype, True))
         if shape.prefill_seqs:
             q = math.ceil(shape.prefill_tokens / shape.prefill_seqs)
             prior = shape.prefill_context_tokens // shape.prefill_seqs
-            out.append(gk.prefill_attention(shape.prefill_seqs, h, hkv, q, q + prior, d, m.dtype, causal=True))
+            if m.is_mla:
+                out += mla_prefill_attention(gk, m, shape.prefill_seqs, q, q + prior)
+            else:
+                out.append(gk.prefill_attention(shape.prefill_seqs, h, hkv, q, q + prior, d, m.dtype, causal=True))
         return tuple(out)
 
     def kernels(self, shape: BatchShape) -> list[tuple[KernelCost, int]]:

@@ -96,6 +96,24 @@ class ServedModelSpec(ModelSpec):
     """Experts every token uses (n_shared_experts)."""
     dense_layers: int = Field(default=0, ge=0)
     """Leading dense layers (first_k_dense_replace)."""
+    kv_lora_rank: int = Field(default=0, ge=0)
+    """Multi-head latent attention (DeepSeek-V2/V3): the cached latent's rank (kv_lora_rank); 0: GQA
+    with kv_heads."""
+    q_lora_rank: int = Field(default=0, ge=0)
+    """MLA's query compression rank (q_lora_rank; 0: a full query projection)."""
+    qk_rope_head_dim: int = Field(default=0, ge=0)
+    """MLA: the rotary part of each query and key head (qk_rope_head_dim); head_dim is the rest
+    (qk_nope_head_dim)."""
+    v_head_dim: int = Field(default=0, ge=0)
+    """MLA: a value head's dimension (v_head_dim)."""
+
+    @model_validator(mode="after")
+    def _mla_whole(self) -> "ServedModelSpec":
+        if self.kv_lora_rank and not (self.qk_rope_head_dim and self.v_head_dim):
+            raise ValueError("latent attention (kv_lora_rank) needs qk_rope_head_dim and v_head_dim (config.json)")
+        if not self.kv_lora_rank and (self.q_lora_rank or self.qk_rope_head_dim or self.v_head_dim):
+            raise ValueError("q_lora_rank, qk_rope_head_dim and v_head_dim need kv_lora_rank > 0 (latent attention)")
+        return self
 
     @model_validator(mode="after")
     def _moe_whole(self) -> "ServedModelSpec":
@@ -115,7 +133,9 @@ class ServedModelSpec(ModelSpec):
                           head_dim=self.head_dim, batch=1, context=1, tp=tp, dtype=self.dtype,
                           ffn_hidden=self.ffn_hidden, vocab=self.vocab, experts=self.experts,
                           experts_per_token=self.experts_per_token, moe_ffn_hidden=self.moe_ffn_hidden,
-                          shared_experts=self.shared_experts, dense_layers=self.dense_layers, ep=ep)
+                          shared_experts=self.shared_experts, dense_layers=self.dense_layers, ep=ep,
+                          kv_lora_rank=self.kv_lora_rank, q_lora_rank=self.q_lora_rank,
+                          qk_rope_head_dim=self.qk_rope_head_dim, v_head_dim=self.v_head_dim)
 
 
 class LengthSpec(_Item):
