@@ -12,10 +12,12 @@ instance's GPUs, and interpolated between: ``iteration.SizeCurve``), its KV cach
 (``capacity``), then at each rate the requests through the deployment (``deployment``), each KV
 transfer of a disaggregated one simulated between the two instances' GPUs the same way.
 
-Power: the GPUs' board power by state over the time each unit spent in kernels, the idle state
-for the rest of the span (and for every GPU outside the deployment's pools, as they stay in the
-rack), the fabric's static interconnect power over the span, and the transport energy of every
-collective and KV transfer; per kW figures divide by that average.
+Power, over the arrival window (the throughputs' window, ``metrics``): the GPUs' board power by
+state over the time each unit spent in kernels in the window's iterations, the idle state for the
+rest of the window (and for every GPU outside the deployment's pools, as they stay in the rack),
+the fabric's static interconnect power, and the transport energy of every collective and KV
+transfer of the window; per kW figures divide by that average. Host CPUs, memory and cooling are
+not counted.
 """
 
 from __future__ import annotations
