@@ -22,6 +22,7 @@ NVLINK5 = 2 * 200e9 / 8 / 1e9      # 2 pairs x 200 Gb/s PAM4
 PCIE4_X16 = 16 * 16e9 * 128 / 130 / 8 / 1e9
 PCIE5_X16 = 16 * 32e9 * 128 / 130 / 8 / 1e9
 NDR = 4 * 100e9 / 8 / 1e9          # 400G InfiniBand: 4 pairs x 100 Gb/s after FEC
+HDR = 4 * 50e9 / 8 / 1e9           # 200G InfiniBand: 4 pairs x 50 Gb/s after FEC
 C2C = 90 * 40e9 / 8 / 1e9          # NVLink-C2C: 90 signals x 40 Gb/s NRZ = 450 GB/s per direction
 
 HGX_LINKS = 8 * 18 + 8 + 4         # NVLink + GPU-to-PCIe-switch + PCIe-switch-to-CPU
@@ -35,6 +36,11 @@ EXPECTED = {
     "hgx_h200": (8, 4, HGX_LINKS, HGX_PAIRS, {"nvlink": 18 * NVLINK4, "pcie": PCIE5_X16}, 4 * 18 * NVLINK4),
     "dgx_a100": (8, 6, 8 * 12 + 12, 8 * 12 * 4 * 2 + 12 * 16 * 2, {"nvlink": 12 * NVLINK3, "pcie": PCIE4_X16},
                  4 * 12 * NVLINK3),
+    # 4 DGX A100 nodes + 8 HDR NICs each on PCIe, 32 NIC-to-leaf links + 8 leaves x 2 spines x 2 links;
+    # rank halves are nodes 0-1 and 2-3: 16 NICs' worth of network cross
+    "dgx_a100_hdr_pod": (32, 4 * 6 + 8 + 2, 4 * (8 * 12 + 12 + 8) + 32 + 32,
+                         4 * (8 * 12 * 4 * 2 + 12 * 16 * 2 + 8 * 16 * 2) + 64 * 4 * 2,
+                         {"nvlink": 12 * NVLINK3, "pcie": PCIE4_X16, "network": HDR}, 16 * HDR),
     # 9 HGX nodes + 8 NICs each on PCIe, 72 NIC-to-leaf links + 8 leaves x 3 spines x 3 links
     "hopper_ib_rack": (72, 9 * 4 + 8 + 3, 9 * (HGX_LINKS + 8) + 72 + 72,
                        9 * (HGX_PAIRS + 8 * 16 * 2) + 144 * 4 * 2,
