@@ -209,7 +209,7 @@ def _row(entry: Any, predicted: float, threshold_pct: float, **how: Any) -> dict
 def predict(entries: list[Entry], root: Path, threshold_pct: float = DEFAULT_THRESHOLD_PCT,
             on_row: Callable[[dict], None] | None = None) -> list[dict]:
     """Simulate every entry; rows with ``predicted``, ``published``, ``error_pct``, ``passed``."""
-    from simulator.runner.sweeps import SweepSpec, build_workload, measure
+    from simulator.runner.sweeps import SweepSpec, sweep
     from simulator.topology.builder import build_fabric
 
     fabrics: dict[str, Fabric] = {}
@@ -238,7 +238,7 @@ def predict(entries: list[Entry], root: Path, threshold_pct: float = DEFAULT_THR
         nbytes = parse_size(str(entry.bytes))
         spec = SweepSpec(op=entry.op, gpus=entry.gpus, sizes=(nbytes,), algo=entry.algo, protocol=entry.protocol,
                          timing=entry.timing)
-        measured = measure(fabric, build_workload(fabric, spec, nbytes), spec)
+        (measured,) = sweep(fabric, spec)  # planned as bench plans the same size (one way through)
         rows.append(_row(entry, float(measured[entry.metric]), threshold_pct, topology=entry.topology, op=entry.op,
                          gpus=entry.gpus, bytes=nbytes, algo=measured["algo"], channels=measured.get("channels"),
                          protocol=measured["protocol"], engine=measured["engine"]))
