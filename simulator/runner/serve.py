@@ -54,8 +54,10 @@ from simulator.workloads.serving.deployment import (DeploymentRun, Pool, gpus_fo
 from simulator.workloads.serving.iteration import BySize, Collectives, IterationModel, SizeCurve, doubling_sizes
 from simulator.workloads.serving.metrics import PERCENTILES, ServingRun, summarize
 from simulator.workloads.serving.requests import Request, generate, read_azure_trace, read_burstgpt_trace
-from simulator.workloads.serving.scenario import (ALL_REDUCE_POLICIES, CUSTOM_ALL_REDUCE_ONE_SHOT_BYTES,
-                                                  DeploymentSpec, PoolSpec, ServingScenario, load_serving)
+from simulator.workloads.serving.scenario import (ALL_REDUCE_POLICIES, CUSTOM_ALL_REDUCE_GPUS,
+                                                  CUSTOM_ALL_REDUCE_MAX_BYTES, DeploymentSpec, PoolSpec,
+                                                  ServingScenario, custom_all_reduce_one_shot_bytes,
+                                                  load_serving)
 from simulator.workloads.serving.scheduler import SchedulerConfig
 
 MS = 1e3
@@ -240,9 +242,24 @@ def _link_busy(fabric: Fabric, run: DeploymentRun, kv_pair, window_end: float) -
 
 
 def _custom_all_reduce(fabric: Fabric, gpus: tuple[str, ...]) -> bool:
-    """Whether vLLM's custom all-reduce runs on ``gpus``: one host (``Node.group``) and NVLink between
-    every pair (``ALL_REDUCE_POLICIES['vllm']``)."""
-    return len(nodes_of(fabric, gpus)) == 1 and all(link_kind(fabric, gpus[0], g) == "nvlink" for g in gpus[1:])
+    """Whether vLLM's custom all-reduce runs on ``gpus``: 2, 4, 6 or 8 of them, one host
+    (``Node.group``) and NVLink between every pair (``ALL_REDUCE_POLICIES['vllm']``)."""
+    return (len(gpus) in CUSTOM_ALL_REDUCE_GPUS and len(nodes_of(fabric, gpus)) == 1
+            and all(link_kind(fabric, gpus[0], g) == "nvlink" for g in gpus[1:]))
+
+
+def _two_shot(fabric: Fabric, gpus: tuple[str, ...], sizes: tuple[int, ...], kernel_s: float,
+              engine: str) -> SizeCurve:
+    """vLLM's two-shot all-reduce at ``sizes``: every GPU reads its 1/n of each peer's buffer and
+    reduces it (a direct reduce-scatter), then reads every peer's reduced part (a direct
+    all-gather), one kernel with a barrier between (its fixed cost paid once)."""
+    first = _curve(fabric, lambda n: build_collective(fabric, list(gpus), "reduce_scatter", n, "direct", "auto",
+                                                      kernel_fixed_s=kernel_s), sizes, engine)
+    second = _curve(fabric, lambda n: build_collective(fabric, list(gpus), "all_gather", n, "direct", "auto"),
+                    sizes, engine)
+    return SizeCurve(sizes, tuple(a + b for a, b in zip(first.times_s, second.times_s)),
+                     tuple(a + b for a, b in zip(first.energies_J, second.energies_J)),
+                     tuple(a + b for a, b in zip(first.busy_s, second.busy_s)))
 
 
 def _collectives(fabric: Fabric, tp_gpus: tuple[str, ...], ep_gpus: tuple[str, ...], m: ModelShape,
@@ -261,10 +278,21 @@ def _collectives(fabric: Fabric, tp_gpus: tuple[str, ...], ep_gpus: tuple[str, .
         nccl = coll(tp_gpus, "all_reduce", "auto", rows)
         all_reduce = nccl
         if d.all_reduce == "vllm" and _custom_all_reduce(fabric, tp_gpus):
-            limit = CUSTOM_ALL_REDUCE_ONE_SHOT_BYTES if m.tp > 2 else 8 * 1024 * 1024
-            small = coll(tp_gpus, "all_reduce", "direct", tuple(s for s in rows if s <= limit) or rows[:1])
-            all_reduce = BySize(small, nccl, limit)
-            facts["all_reduce"] = f"one-shot below {limit // 1024} KiB, NCCL's choice above"
+            one = custom_all_reduce_one_shot_bytes(m.tp)
+            top = CUSTOM_ALL_REDUCE_MAX_BYTES
+
+            def within(lo: int, hi: int) -> tuple[int, ...]:
+                return tuple(s for s in doubling_sizes(lo, hi) if lo <= s <= hi) or (lo,)
+
+            small = coll(tp_gpus, "all_reduce", "direct", within(row, one))
+            if one < top:
+                two = _two_shot(fabric, tp_gpus, within(one, top), kernel_s, engine)
+                all_reduce = BySize(small, BySize(two, nccl, top), one)
+                facts["all_reduce"] = (f"vLLM's one-shot below {one // 1024} KiB, two-shot below "
+                                       f"{top // 1024 // 1024} MiB, NCCL's choice above")
+            else:
+                all_reduce = BySize(small, nccl, top)
+                facts["all_reduce"] = f"vLLM's one-shot below {top // 1024 // 1024} MiB, NCCL's choice above"
         else:
             facts["all_reduce"] = ("NCCL's choice (GPUs on more than one host)" if d.all_reduce == "vllm"
                                    else "NCCL's choice")
@@ -536,6 +564,9 @@ def _row(fabric: Fabric, d: DeploymentSpec, rate: float | None, run: DeploymentR
     row.update({"goodput_req_per_s": s.goodput_requests_per_s, "slo_attainment": s.slo_attainment,
                 "mean_in_system": s.mean_in_system, "window_s": window, "span_s": span,
                 "output_tokens": s.output_tokens,
+                # every output token over the first arrival to the last finish: how vLLM's
+                # benchmark_serving.py and published benchmark tables divide (drain included)
+                "benchmark_output_tok_per_s": s.output_tokens / span if span > 0 else math.nan,
                 "preemptions": sum(u.preemptions for p in run.pools for u in p.units),
                 "computed_tokens": sum(u.tokens for p in run.pools for u in p.units),
                 "busy_fraction": busy, "avg_power_kW": power_kW,

@@ -49,17 +49,28 @@ DEFAULT_MAX_NUM_BATCHED_TOKENS = 8192
 """assumption: vLLM V1's token budget for an API server on a GPU of 70 GiB or more (its
 ``EngineArgs`` defaults by usage context; 2048 on smaller GPUs); a deployment may set its own."""
 ALL_REDUCE_POLICIES = {
-    "vllm": "vLLM's: its custom one-shot kernel (every GPU reads every peer's buffer; fabricsim's direct "
-            "algorithm) for messages under 512 KiB when the group's GPUs share one host and NVLink (it maps "
-            "peer buffers with CUDA IPC, which does not cross hosts: a TP8 group over two NVL72 compute trays "
-            "runs NCCL), NCCL's choice otherwise (custom_all_reduce.py; its two-shot kernel between 512 KiB "
-            "and 8 MiB runs here as NCCL's choice)",
+    "vllm": "vLLM's custom all-reduce when the group's 2, 4, 6 or 8 GPUs share one host and NVLink (it "
+            "maps peer buffers with CUDA IPC, which does not cross hosts: a TP8 group over two NVL72 compute "
+            "trays runs NCCL): one-shot (every GPU reads every peer's buffer: fabricsim's direct algorithm) "
+            "below 512 KiB on up to 4 GPUs and 256 KiB on 6 or 8 (at every size on 2), two-shot (a direct "
+            "reduce-scatter, then a direct all-gather, in one kernel) up to 8 MiB, NCCL's choice above",
     "nccl": "NCCL's tuner for every all-reduce (vLLM with --disable-custom-all-reduce)",
 }
 """How a deployment's tensor-parallel all-reduces are run, by name (help and docs read this)."""
-CUSTOM_ALL_REDUCE_ONE_SHOT_BYTES = 512 * 1024
-"""vLLM ``csrc/custom_all_reduce.cuh``/``custom_all_reduce.py``: below 512 KiB on a full NVLink group
-of more than 2 GPUs the one-shot kernel runs (two GPUs: one-shot at every size up to the limit)."""
+CUSTOM_ALL_REDUCE_GPUS = (2, 4, 6, 8)
+"""vLLM csrc/custom_all_reduce.cuh (``REDUCE_CASE``): the group sizes its kernels are built for."""
+CUSTOM_ALL_REDUCE_MAX_BYTES = 8 * 1024 * 1024
+"""vLLM vllm/distributed/device_communicators/custom_all_reduce.py (``max_size = 8192 * 1024``):
+larger messages go to NCCL."""
+
+
+def custom_all_reduce_one_shot_bytes(gpus: int) -> int:
+    """Below this size vLLM's custom all-reduce runs its one-shot kernel (csrc/custom_all_reduce.cuh,
+    ``allreduce``: always on 2 GPUs; ``world_size <= 4 && bytes < 512 * 1024`` or ``world_size <= 8 &&
+    bytes < 256 * 1024`` on a full NVLink group), else its two-shot kernel."""
+    if gpus == 2:
+        return CUSTOM_ALL_REDUCE_MAX_BYTES
+    return 512 * 1024 if gpus <= 4 else 256 * 1024
 
 
 class _Item(BaseModel):
