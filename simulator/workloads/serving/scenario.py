@@ -26,6 +26,7 @@ mistake at its FILE:LINE.
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 from typing import Any, ClassVar, Literal
 
@@ -77,8 +78,9 @@ class _Item(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
 
-def duration_s(value: Any, what: str) -> float:
-    """A time written with its unit (``2 s``, ``50 ms``) in seconds; a bare number is refused."""
+def duration_s(value: Any, what: str, allow_zero: bool = False) -> float:
+    """A time written with its unit (``2 s``, ``50 ms``) in seconds; a bare number is refused, and so
+    is 0 unless ``allow_zero``."""
     if isinstance(value, bool) or not isinstance(value, str):
         raise ValueError(f"{what} {value!r} has no unit; write it with one, such as '2 s' or '50 ms'")
     try:
@@ -87,8 +89,8 @@ def duration_s(value: Any, what: str) -> float:
         raise ValueError(f"{what}: {err}") from None
     if not any(c.isalpha() for c in value):
         raise ValueError(f"{what} {value!r} has no unit; write it with one, such as '2 s' or '50 ms'")
-    if not seconds > 0:
-        raise ValueError(f"{what} {value!r} must be a time > 0")
+    if not (seconds > 0 or (allow_zero and seconds == 0)):
+        raise ValueError(f"{what} {value!r} must be a time {'>=' if allow_zero else '>'} 0")
     return seconds
 
 
@@ -182,8 +184,6 @@ class LengthSpec(_Item):
             return self.fixed
         if self.uniform is not None:
             return self.uniform[1]
-        import math
-
         mean, sigma = self.lognormal["mean"], self.lognormal["sigma"]  # type: ignore[index]
         return math.exp(math.log(mean) - sigma ** 2 / 2 + 3.72 * sigma)
 
@@ -312,9 +312,7 @@ class DeploymentSpec(PoolSpec):
     @field_validator("iteration_overhead", mode="before")
     @classmethod
     def _overhead(cls, value: str) -> str:
-        if isinstance(value, str) and parse_quantity(value, "time") == 0 and any(c.isalpha() for c in value):
-            return value
-        duration_s(value, "iteration_overhead")
+        duration_s(value, "iteration_overhead", allow_zero=True)
         return value
 
     @model_validator(mode="after")
