@@ -315,3 +315,25 @@ def test_latent_attention_caches_one_latent_read_once_by_every_head():
         once = gk.decode_attention(32, h, 1, 4096, 576, "fp8", True, shared_kv=True)
         twice = gk.decode_attention(32, h, 1, 4096, 576, "fp8", True, shared_kv=False)
         assert twice.bytes - once.bytes == latents  # separate K and V would read them again
+
+
+def test_a_replayed_trace_is_served_and_headlined(tmp_path):
+    """A trace's own arrivals and lengths, every row of it served once; the headline names each
+    system's best deployment on it."""
+    from simulator.reports.serve_text import headline
+    from simulator.workloads.serving.requests import read_azure_trace
+
+    trace = ROOT / "tests" / "data" / "serving" / "azure_llm_small.csv"
+    path = scenario(tmp_path, f"""\
+        name: trace replay
+        topologies: [hgx_h100]
+        model: llama-3-8b
+        load: {{trace: {trace}, format: azure}}
+        slo: {{ttft: 1 s, tpot: 50 ms}}
+        deployments:
+          - {{name: 8 x TP1, tp: 1}}
+    """)
+    out = run_serve(ServeRequest(str(path)))
+    (row,) = out.rows
+    assert row["rate_per_s"] is None and row["requests"] == len(read_azure_trace(trace).requests)
+    assert headline(out.rows).startswith("On the trace: HGX H100, 8 x TP1: ")

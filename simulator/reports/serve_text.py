@@ -75,8 +75,10 @@ def headline(rows: Sequence[dict]) -> str:
     """Each system's best deployment by the highest rate it served within the SLOs (``capacity``;
     ties: tokens/s per GPU there), with its tokens/s per GPU and per kW there, and how the systems
     compare; empty without rows or rates."""
-    if not rows or all(r["rate_per_s"] is None for r in rows):
+    if not rows:
         return ""
+    if all(r["rate_per_s"] is None for r in rows):
+        return _trace_headline(rows)
     slo = not all(r["slo_attainment"] != r["slo_attainment"] for r in rows)
     cap = capacity(rows)
     systems = list(dict.fromkeys(r["system"] for r in rows))
@@ -106,6 +108,20 @@ def headline(rows: Sequence[dict]) -> str:
     return text
 
 
+def _trace_headline(rows: Sequence[dict]) -> str:
+    """A replayed trace has one load: each system's best deployment by SLO attainment (then tokens/s
+    per GPU), with its attainment, TTFT p99 and TPOT p50."""
+    parts = []
+    for system in systems_of(rows):
+        mine = [r for r in rows if r["system"] == system]
+        best = max(mine, key=lambda r: (r["slo_attainment"] if r["slo_attainment"] == r["slo_attainment"] else -1.0,
+                                        r["output_tok_per_s_per_gpu"]))
+        met = "" if best["slo_attainment"] != best["slo_attainment"] else f"{_fraction(best['slo_attainment'])} within the SLOs, "
+        parts.append(f"{system}, {best['deployment']}: {met}{number(best['output_tok_per_s_per_gpu'])} tok/s per GPU, "
+                     f"TTFT p99 {number(best['ttft_p99_ms'])} ms, TPOT p50 {number(best['tpot_p50_ms'])} ms")
+    return "On the trace: " + "; ".join(parts) + "."
+
+
 def pools_lines(systems: Sequence[dict], rows: Sequence[dict] = ()) -> list[str]:
     """One line per system x deployment x pool: its instances, GPU, KV cache and collectives; then,
     per system x deployment, the busiest link at the highest rate run."""
@@ -125,7 +141,8 @@ def pools_lines(systems: Sequence[dict], rows: Sequence[dict] = ()) -> list[str]
         if mine:
             top = max(mine, key=lambda r: r["rate_per_s"] or 0.0)
             kv = f"; KV transfers: {top['busiest_link_kv']}" if "busiest_link_kv" in top else ""
-            out.append(f"  busiest link at {_rate(top)} req/s: {top['busiest_link']}{kv}")
+            at = "on the trace" if top["rate_per_s"] is None else f"at {_rate(top)} req/s"
+            out.append(f"  busiest link {at}: {top['busiest_link']}{kv}")
     return out
 
 
