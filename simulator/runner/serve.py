@@ -54,7 +54,7 @@ from simulator.workloads.serving.deployment import (DeploymentRun, Pool, gpus_fo
 from simulator.workloads.serving.iteration import BySize, Collectives, IterationModel, SizeCurve, doubling_sizes
 from simulator.workloads.serving.metrics import PERCENTILES, ServingRun, summarize
 from simulator.workloads.serving.requests import Request, generate, read_azure_trace, read_burstgpt_trace
-from simulator.workloads.serving.scenario import (ALL_REDUCE_POLICIES, CUSTOM_ALL_REDUCE_GPUS,
+from simulator.workloads.serving.scenario import (CUSTOM_ALL_REDUCE_GPUS,
                                                   CUSTOM_ALL_REDUCE_MAX_BYTES, DeploymentSpec, PoolSpec,
                                                   ServingScenario, custom_all_reduce_one_shot_bytes,
                                                   load_serving)
@@ -157,9 +157,9 @@ def plan_serve(request: ServeRequest) -> ServePlan:
                 raise sources.error(("deployments", where),
                                     f"deployment {d.name!r} needs {need} GPUs; {fabric.name} has "
                                     f"{len(fabric.gpus)}: give fewer instances or a smaller tp/ep")
-    for value, flag in ((request.duration_s, "--duration"),):
-        if value is not None and not (math.isfinite(value) and value > 0):
-            raise InputError(f"{flag} {value!r} must be a time > 0 in seconds", field=flag)
+    duration = request.duration_s
+    if duration is not None and not (math.isfinite(duration) and duration > 0):
+        raise InputError(f"--duration {duration!r} must be a time > 0 in seconds", field="--duration")
     for r in request.rates:
         if not (math.isfinite(r) and r > 0):
             raise InputError(f"--rate {r!r} must be > 0 requests per second", field="--rate")
@@ -393,10 +393,8 @@ def run_serve(planned: ServePlan | ServeRequest,
                                   err) from None
                 if d.disaggregated:
                     (_, p), (_, q) = built
-                    m = q.pool.model.model
-                    per_token = m.layers * m.kv_bytes_per_token_layer() * q.spec.tp
-                    run = serve_disaggregated(requests, p.pool, q.pool, lambda n: n * per_token,
-                                              kv_pair.time_s, m.layers)  # type: ignore[union-attr]
+                    run = serve_disaggregated(requests, p.pool, q.pool, kv_pair.kv_bytes,  # type: ignore[union-attr]
+                                              kv_pair.time_s, q.pool.model.model.layers)  # type: ignore[union-attr]
                 else:
                     run = serve_aggregated(requests, built[0][1].pool)
                 row, lat = _row(fabric, d, rate, run, built, kv_pair, ttft_slo, tpot_slo)
@@ -490,9 +488,15 @@ class _KvPairs:
     units at doubling sizes (lazily: a pair is simulated the first time a request crosses it)."""
 
     def __init__(self, fabric: Fabric, src: list[tuple[str, ...]], dst: list[tuple[str, ...]],
-                 sizes: tuple[int, ...], engine: str) -> None:
+                 per_token_B: int, sizes: tuple[int, ...], engine: str) -> None:
         self.fabric, self.src, self.dst, self.sizes, self.engine = fabric, src, dst, sizes, engine
+        self.per_token_B = per_token_B
+        """One prompt token's KV cache, every layer, over the decode instance's GPUs (B)."""
         self.curves: dict[tuple[int, int], SizeCurve] = {}
+
+    def kv_bytes(self, prompt_tokens: int) -> int:
+        """The KV cache a prompt of ``prompt_tokens`` moves (B)."""
+        return prompt_tokens * self.per_token_B
 
     def curve(self, s: int, d: int) -> SizeCurve:
         key = (s, d)
@@ -513,7 +517,7 @@ def _kv_pairs(fabric: Fabric, sc: ServingScenario, d: DeploymentSpec, built) -> 
     m = q.pool.model.model
     per_token = m.layers * m.kv_bytes_per_token_layer() * q.spec.tp
     longest = max(2, math.ceil(sc.load.prompt_tokens.largest()) if sc.load.prompt_tokens else 1 << 17)
-    return _KvPairs(fabric, p.gpus, q.gpus, doubling_sizes(per_token, longest * per_token), sc.engine)
+    return _KvPairs(fabric, p.gpus, q.gpus, per_token, doubling_sizes(per_token, longest * per_token), sc.engine)
 
 
 def _ms(x: float) -> float:
@@ -598,4 +602,4 @@ def _comm_share(run: DeploymentRun) -> float:
     return comm / busy if busy > 0 else math.nan
 
 
-__all__ = ["ALL_REDUCE_POLICIES", "ServeOutcome", "ServePlan", "ServeRequest", "plan_serve", "run_serve"]
+__all__ = ["ServeOutcome", "ServePlan", "ServeRequest", "plan_serve", "run_serve"]

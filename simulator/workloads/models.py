@@ -11,7 +11,7 @@ from __future__ import annotations
 import functools
 from pathlib import Path
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 MODELS_FILE = Path(__file__).with_name("models.yaml")
 SHAPE_FIELDS = ("layers", "hidden", "heads", "kv_heads", "head_dim", "ffn_hidden", "vocab")
@@ -22,10 +22,65 @@ MLA_FIELDS = ("kv_lora_rank", "q_lora_rank", "qk_rope_head_dim", "v_head_dim")
 """The multi-head latent attention numbers a preset of an MLA model adds (``ServedModelSpec``'s fields)."""
 
 
-class ModelPreset(BaseModel):
-    """One named model of models.yaml."""
+class ServedShape(BaseModel):
+    """The numbers a mixture-of-experts or latent-attention model adds to a shape, as a Hugging Face
+    config.json names them (only ``fabricsim serve`` runs such models): a preset's and a serving
+    scenario's ``model:`` (``ServedModelSpec``) share them, with their checks."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
+
+    experts: int = Field(default=0, ge=0)
+    """Routed experts per MoE layer (config.json num_local_experts / n_routed_experts); 0: dense."""
+    experts_per_token: int = Field(default=0, ge=0)
+    """Routed experts per token (num_experts_per_tok)."""
+    moe_ffn_hidden: int = Field(default=0, ge=0)
+    """One expert's inner width (moe_intermediate_size; Mixtral: intermediate_size)."""
+    shared_experts: int = Field(default=0, ge=0)
+    """Experts every token uses (n_shared_experts)."""
+    dense_layers: int = Field(default=0, ge=0)
+    """Leading dense layers (first_k_dense_replace)."""
+    kv_lora_rank: int = Field(default=0, ge=0)
+    """Multi-head latent attention (DeepSeek-V2/V3): the cached latent's rank (kv_lora_rank); 0: GQA
+    with kv_heads."""
+    q_lora_rank: int = Field(default=0, ge=0)
+    """MLA's query compression rank (q_lora_rank; 0: a full query projection)."""
+    qk_rope_head_dim: int = Field(default=0, ge=0)
+    """MLA: the rotary part of each query and key head (qk_rope_head_dim); head_dim is the rest
+    (qk_nope_head_dim)."""
+    v_head_dim: int = Field(default=0, ge=0)
+    """MLA: a value head's dimension (v_head_dim)."""
+
+    @property
+    def is_moe(self) -> bool:
+        return self.experts > 0
+
+    @property
+    def served_only(self) -> bool:
+        """Only ``fabricsim serve`` runs it (a mixture of experts, or latent attention)."""
+        return self.is_moe or self.kv_lora_rank > 0
+
+    @model_validator(mode="after")
+    def _whole(self) -> "ServedShape":
+        """Every number an MoE or MLA model needs, and none without one."""
+        if self.kv_lora_rank and not (self.qk_rope_head_dim and self.v_head_dim):
+            raise ValueError("latent attention (kv_lora_rank) needs qk_rope_head_dim and v_head_dim (config.json)")
+        if not self.kv_lora_rank and (self.q_lora_rank or self.qk_rope_head_dim or self.v_head_dim):
+            raise ValueError("q_lora_rank, qk_rope_head_dim and v_head_dim need kv_lora_rank > 0 (latent attention)")
+        if self.experts:
+            if not 1 <= self.experts_per_token <= self.experts:
+                raise ValueError(f"experts_per_token {self.experts_per_token} must be 1 to experts ({self.experts})")
+            if not self.moe_ffn_hidden:
+                raise ValueError("an MoE model needs moe_ffn_hidden (config.json moe_intermediate_size)")
+            layers = getattr(self, "layers", None)
+            if layers is not None and self.dense_layers >= layers:
+                raise ValueError(f"dense_layers {self.dense_layers} leaves no MoE layer of {layers}")
+        elif self.experts_per_token or self.shared_experts or self.dense_layers:
+            raise ValueError("experts_per_token, shared_experts and dense_layers need experts > 0")
+        return self
+
+
+class ModelPreset(ServedShape):
+    """One named model of models.yaml."""
 
     aliases: list[str] = []
     """Other names (the Hugging Face id) that select this model."""
@@ -36,32 +91,8 @@ class ModelPreset(BaseModel):
     head_dim: int = Field(ge=1)
     ffn_hidden: int = Field(ge=1)
     vocab: int = Field(ge=1)
-    experts: int = Field(default=0, ge=0)
-    """Routed experts of an MoE layer (config.json num_local_experts or n_routed_experts); 0: dense."""
-    experts_per_token: int = Field(default=0, ge=0)
-    """num_experts_per_tok."""
-    moe_ffn_hidden: int = Field(default=0, ge=0)
-    """One expert's inner width (moe_intermediate_size; Mixtral: intermediate_size)."""
-    shared_experts: int = Field(default=0, ge=0)
-    """n_shared_experts."""
-    dense_layers: int = Field(default=0, ge=0)
-    """Leading dense layers (first_k_dense_replace)."""
-    kv_lora_rank: int = Field(default=0, ge=0)
-    """Multi-head latent attention's cached latent (kv_lora_rank); 0: GQA."""
-    q_lora_rank: int = Field(default=0, ge=0)
-    qk_rope_head_dim: int = Field(default=0, ge=0)
-    v_head_dim: int = Field(default=0, ge=0)
     source: str = Field(min_length=1)
     """Where the numbers come from (the model's config.json)."""
-
-    @property
-    def is_moe(self) -> bool:
-        return self.experts > 0
-
-    @property
-    def served_only(self) -> bool:
-        """Only ``fabricsim serve`` runs it (a mixture of experts, or latent attention)."""
-        return self.is_moe or self.kv_lora_rank > 0
 
     def fields(self) -> dict:
         """The ModelSpec fields this preset sets (shape, MoE numbers of an MoE model, and source)."""

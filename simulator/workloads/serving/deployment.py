@@ -64,7 +64,6 @@ class UnitLoad:
     iterations: int = 0
     preemptions: int = 0
     busy_s: float = 0.0
-    compute_s: float = 0.0
     communication_s: float = 0.0
     state_s: dict = field(default_factory=lambda: dict.fromkeys(POWER_STATES, 0.0))
     transport_J: float = 0.0
@@ -124,7 +123,6 @@ def _serve_unit(pool: Pool, requests: Sequence[Request], load: UnitLoad) -> list
 
     def watch(record: IterationRecord) -> None:
         c = cost(record.shape)
-        load.compute_s += c.compute_s
         load.communication_s += c.communication_s
         load.transport_J += c.transport_J
         for state, s in c.state_s.items():

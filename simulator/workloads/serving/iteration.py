@@ -59,21 +59,13 @@ class CollectiveCost(Protocol):
         ...
 
 
-def _interpolate(sizes: tuple[int, ...], values: tuple[float, ...], nbytes: int) -> float:
+def _interpolate(sizes: tuple[int, ...], values: tuple, nbytes: int):  # noqa: ANN202 - a float or an array
+    """``values`` (floats, or arrays of one per channel) at ``nbytes``, linear between ``sizes``."""
     if nbytes <= sizes[0] or len(sizes) == 1:
         return values[0]
     i = min(bisect.bisect_left(sizes, nbytes), len(sizes) - 1)
     lo, hi = sizes[i - 1], sizes[i]
     return values[i - 1] + (values[i] - values[i - 1]) * (nbytes - lo) / (hi - lo)
-
-
-def _interpolate_arrays(sizes: tuple[int, ...], values: tuple[np.ndarray, ...], nbytes: int) -> np.ndarray:
-    if nbytes <= sizes[0] or len(sizes) == 1:
-        return values[0]
-    i = min(bisect.bisect_left(sizes, nbytes), len(sizes) - 1)
-    lo, hi = sizes[i - 1], sizes[i]
-    w = (nbytes - lo) / (hi - lo)
-    return values[i - 1] * (1.0 - w) + values[i] * w
 
 
 @dataclass(frozen=True, eq=False)
@@ -103,7 +95,7 @@ class SizeCurve:
         return _interpolate(self.sizes, self.energies_J, nbytes) if self.energies_J else 0.0
 
     def busy_at(self, nbytes: int) -> np.ndarray | None:
-        return _interpolate_arrays(self.sizes, self.busy_s, nbytes) if self.busy_s else None
+        return _interpolate(self.sizes, self.busy_s, nbytes) if self.busy_s else None
 
 
 @dataclass(frozen=True, eq=False)

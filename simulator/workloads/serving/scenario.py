@@ -38,6 +38,7 @@ from simulator.topology.loader import load_yaml
 from simulator.topology.validate import validate_model
 from simulator.units import UnitError, parse_quantity
 from simulator.workloads.attention.model import ModelShape
+from simulator.workloads.models import MLA_FIELDS, MOE_FIELDS, SHAPE_FIELDS, ServedShape
 from simulator.workloads.scenario import ModelSpec, resolve_topologies
 from simulator.workloads.serving.capacity import DEFAULT_BLOCK_TOKENS, DEFAULT_GPU_MEMORY_UTILIZATION
 from simulator.workloads.serving.requests import (FixedLength, GammaArrivals, LognormalLength, PoissonArrivals,
@@ -94,61 +95,16 @@ def duration_s(value: Any, what: str, allow_zero: bool = False) -> float:
     return seconds
 
 
-class ServedModelSpec(ModelSpec):
-    """The served model: a dense or mixture-of-experts transformer (``models.yaml`` names, or the
-    numbers; MoE fields as in a Hugging Face config.json)."""
+class ServedModelSpec(ServedShape, ModelSpec):
+    """The served model: a dense or mixture-of-experts transformer, GQA or latent attention
+    (``models.yaml`` names, or the numbers; the MoE and MLA fields, ``models.ServedShape``, as in a
+    Hugging Face config.json)."""
 
     allows_moe: ClassVar[bool] = True
-    experts: int = Field(default=0, ge=0)
-    """Routed experts per MoE layer (config.json num_local_experts / n_routed_experts); 0: dense."""
-    experts_per_token: int = Field(default=0, ge=0)
-    """Routed experts per token (num_experts_per_tok)."""
-    moe_ffn_hidden: int = Field(default=0, ge=0)
-    """One expert's inner width (moe_intermediate_size; Mixtral: intermediate_size)."""
-    shared_experts: int = Field(default=0, ge=0)
-    """Experts every token uses (n_shared_experts)."""
-    dense_layers: int = Field(default=0, ge=0)
-    """Leading dense layers (first_k_dense_replace)."""
-    kv_lora_rank: int = Field(default=0, ge=0)
-    """Multi-head latent attention (DeepSeek-V2/V3): the cached latent's rank (kv_lora_rank); 0: GQA
-    with kv_heads."""
-    q_lora_rank: int = Field(default=0, ge=0)
-    """MLA's query compression rank (q_lora_rank; 0: a full query projection)."""
-    qk_rope_head_dim: int = Field(default=0, ge=0)
-    """MLA: the rotary part of each query and key head (qk_rope_head_dim); head_dim is the rest
-    (qk_nope_head_dim)."""
-    v_head_dim: int = Field(default=0, ge=0)
-    """MLA: a value head's dimension (v_head_dim)."""
-
-    @model_validator(mode="after")
-    def _mla_whole(self) -> "ServedModelSpec":
-        if self.kv_lora_rank and not (self.qk_rope_head_dim and self.v_head_dim):
-            raise ValueError("latent attention (kv_lora_rank) needs qk_rope_head_dim and v_head_dim (config.json)")
-        if not self.kv_lora_rank and (self.q_lora_rank or self.qk_rope_head_dim or self.v_head_dim):
-            raise ValueError("q_lora_rank, qk_rope_head_dim and v_head_dim need kv_lora_rank > 0 (latent attention)")
-        return self
-
-    @model_validator(mode="after")
-    def _moe_whole(self) -> "ServedModelSpec":
-        if self.experts:
-            if not 1 <= self.experts_per_token <= self.experts:
-                raise ValueError(f"experts_per_token {self.experts_per_token} must be 1 to experts ({self.experts})")
-            if not self.moe_ffn_hidden:
-                raise ValueError("an MoE model needs moe_ffn_hidden (config.json moe_intermediate_size)")
-            if self.dense_layers >= self.layers:
-                raise ValueError(f"dense_layers {self.dense_layers} leaves no MoE layer of {self.layers}")
-        elif self.experts_per_token or self.shared_experts or self.dense_layers:
-            raise ValueError("experts_per_token, shared_experts and dense_layers need experts > 0")
-        return self
 
     def shape(self, tp: int, ep: int = 1) -> ModelShape:
-        return ModelShape(layers=self.layers, hidden=self.hidden, heads=self.heads, kv_heads=self.kv_heads,
-                          head_dim=self.head_dim, batch=1, context=1, tp=tp, dtype=self.dtype,
-                          ffn_hidden=self.ffn_hidden, vocab=self.vocab, experts=self.experts,
-                          experts_per_token=self.experts_per_token, moe_ffn_hidden=self.moe_ffn_hidden,
-                          shared_experts=self.shared_experts, dense_layers=self.dense_layers, ep=ep,
-                          kv_lora_rank=self.kv_lora_rank, q_lora_rank=self.q_lora_rank,
-                          qk_rope_head_dim=self.qk_rope_head_dim, v_head_dim=self.v_head_dim)
+        numbers = {k: getattr(self, k) for k in (*SHAPE_FIELDS, *MOE_FIELDS, *MLA_FIELDS)}
+        return ModelShape(**numbers, batch=1, context=1, tp=tp, dtype=self.dtype, ep=ep)
 
 
 class LengthSpec(_Item):
