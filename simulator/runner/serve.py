@@ -382,7 +382,8 @@ def run_serve(planned: ServePlan | ServeRequest,
                 built = build_pools(fabric, sc, d)
             except InputError as err:
                 raise _placed(planned, ("deployments", sc.deployments.index(d)), err) from None
-            kv_pair = _kv_pairs(fabric, sc, d, built) if d.disaggregated else None
+            longest = max((r.prompt_tokens for _, requests in planned.loads for r in requests), default=1)
+            kv_pair = _kv_pairs(fabric, sc, built, longest) if d.disaggregated else None
             systems.append({"system": fabric.name, "deployment": d.name,
                             "pools": {role: b.facts for role, b in built}})
             for rate, requests in planned.loads:
@@ -512,11 +513,12 @@ class _KvPairs:
         return self.curve(s, d).energy_J(nbytes)
 
 
-def _kv_pairs(fabric: Fabric, sc: ServingScenario, d: DeploymentSpec, built) -> _KvPairs:  # noqa: ANN001
+def _kv_pairs(fabric: Fabric, sc: ServingScenario, built, longest_prompt: int) -> _KvPairs:  # noqa: ANN001
+    """The KV pairs of a disaggregated deployment, their curves up to the longest prompt the loads hold."""
     (_, p), (_, q) = built
     m = q.pool.model.model
     per_token = m.layers * m.kv_bytes_per_token_layer() * q.spec.tp
-    longest = max(2, math.ceil(sc.load.prompt_tokens.largest()) if sc.load.prompt_tokens else 1 << 17)
+    longest = max(2, longest_prompt)
     return _KvPairs(fabric, p.gpus, q.gpus, per_token, doubling_sizes(per_token, longest * per_token), sc.engine)
 
 

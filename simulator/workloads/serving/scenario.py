@@ -26,7 +26,6 @@ mistake at its FILE:LINE.
 
 from __future__ import annotations
 
-import math
 from pathlib import Path
 from typing import Any, ClassVar, Literal
 
@@ -133,15 +132,6 @@ class LengthSpec(_Item):
         if self.uniform is not None:
             return UniformLength(*self.uniform)
         return LognormalLength(self.lognormal["mean"], self.lognormal["sigma"])  # type: ignore[index]
-
-    def largest(self) -> float:
-        """The longest length it gives (a lognormal's 99.99th percentile)."""
-        if self.fixed is not None:
-            return self.fixed
-        if self.uniform is not None:
-            return self.uniform[1]
-        mean, sigma = self.lognormal["mean"], self.lognormal["sigma"]  # type: ignore[index]
-        return math.exp(math.log(mean) - sigma ** 2 / 2 + 3.72 * sigma)
 
 
 class LoadSpec(_Item):
