@@ -3,8 +3,12 @@
 - Tree latency across nodes is ``ncclTopoTuneModel``'s (src/graph/tuning.cc): base + 2 x ((m - 1)
   intra-node steps + floor(log2 k) network steps), each step at its own link kind's latency.
 - The tuner's choice by size follows NCCL's order across nodes (tree for small all_reduce, ring for
-  large) where the ring's bandwidth is the larger; inside one NVLink domain it never runs tree or
-  hierarchical.
+  large) where the ring's bandwidth is the larger and NVLS is off (NCCL_NVLS_ENABLE=0); with NVLS
+  inside the nodes, NVLSTree takes the sizes from the tree's on; inside one NVLink domain it never
+  runs tree, NVLSTree or hierarchical.
+- NVLSTree (nvls_tree.py): NVLS's bytes inside each node, S / h each way per head between 2 nodes,
+  NCCL's double binary trees between nodes (src/graph/trees.cc), NCCL's latency, and the staging
+  pace of the copy warps a channel with a parent between nodes keeps (src/device/all_reduce.h).
 """
 
 from __future__ import annotations
@@ -88,8 +92,12 @@ def test_tree_network_step_latency_is_nccl_net_tree_row():
 SIZES = [1 << 10, 1 << 16, 1 << 20, 1 << 24, 1 << 28, 1 << 30, 1 << 32]
 
 
-def choices(fabric, gpus):
-    return [build_collective(fabric, gpus, "all_reduce", s).meta["algo"] for s in SIZES]
+NVLS_OFF = "^nvls,nvls_tree"
+"""The tuner's choice with NCCL_NVLS_ENABLE=0 (``runner.nccl_tests_validation.settings_for``)."""
+
+
+def choices(fabric, gpus, algo: str = "auto"):
+    return [build_collective(fabric, gpus, "all_reduce", s, algo).meta["algo"] for s in SIZES]
 
 
 def switches_once(seq: list[str]) -> bool:
@@ -99,12 +107,12 @@ def switches_once(seq: list[str]) -> bool:
 
 
 def test_tuner_tree_small_ring_large_on_eight_racks(x8):
-    seq = choices(x8, per_node(x8, 8, 8))
+    seq = choices(x8, per_node(x8, 8, 8), NVLS_OFF)
     assert switches_once(seq) and seq[0] == "tree" and seq[-1] == "ring", seq
 
 
 def test_tuner_tree_small_ring_large_on_nine_hopper_nodes(hopper):
-    seq = choices(hopper, tuple(hopper.gpus))
+    seq = choices(hopper, tuple(hopper.gpus), NVLS_OFF)
     assert switches_once(seq) and seq[0] == "tree" and seq[-1] == "ring", seq
 
 
@@ -114,7 +122,7 @@ def test_tuner_tree_small_on_two_racks_and_its_network_bytes(x8):
     over the head's NIC, a ring 2(n-1)/n x S/C, so per NIC the tree moves n/(2(n-1)) of the ring's
     network bytes (checked on the built workloads)."""
     gpus = per_node(x8, 2, 8)
-    seq = choices(x8, gpus)
+    seq = choices(x8, gpus, NVLS_OFF)
     assert seq[0] == "tree" and switches_once(seq), seq
     n, S = len(gpus), 1 << 30
 
@@ -141,6 +149,193 @@ def test_hierarchical_runs_by_name_only(x8):
     gpus = per_node(x8, 2, 8)
     assert not ALGORITHMS["hierarchical"].auto_candidate(x8, gpus, "all_reduce")
     assert build_collective(x8, gpus, "all_reduce", 1 << 20, "hierarchical", "Simple").meta["algo"] == "hierarchical"
+
+
+def test_tree_runs_each_search_channel_on_both_trees_and_balances_three_nodes(x8):
+    """NCCL connectTrees: channel c on tree 0 and c + nChannels on tree 1, one chain and NIC.
+    Over 3 nodes NCCL's trees are chains (1 -> 2 -> 0 and 2 -> 0 -> 1), so a node sends at most
+    1.5 S over its NICs: with 8 heads per node every NIC carries 1.5 S / 8 each way (ideal)."""
+    from simulator.engine.flow import run_flow
+    from simulator.workloads.collectives.dtree import dtree_parents
+    from simulator.workloads.collectives.tree import tree_of
+
+    assert [tree_of(c, 4) for c in range(4)] == [(0, 0), (0, 1), (1, 0), (1, 1)]
+    assert tree_of(0, 1) == (0, 0) and [tree_of(c, 3) for c in range(3)] == [(0, 0), (0, 1), (1, 0)]
+    assert dtree_parents(3) == ((-1, 2, 0), (1, -1, 0))
+    gpus = per_node(x8, 3, 8)
+    S = 1 << 30
+    w = build_collective(x8, gpus, "all_reduce", S, "tree", "ideal", channels=32)
+    out: dict[str, float] = {}
+    for t in w.transfers:
+        if x8.nodes[t.src].group != x8.nodes[t.dst].group:
+            out[t.src] = out.get(t.src, 0) + t.bytes
+    by_node: dict[str, float] = {}
+    for g, b in out.items():
+        by_node[x8.nodes[g].group] = by_node.get(x8.nodes[g].group, 0) + b
+    assert sorted(by_node.values()) == pytest.approx([1.0 * S, 1.5 * S, 1.5 * S], rel=1e-6)
+    r = run_flow(x8, w)
+    sent = [r.channel_bytes[c.id] for c in x8.channels if x8.nodes[c.src].kind == "nic" and c.fabric == "network"]
+    assert max(sent) == pytest.approx(1.5 * S / 8, rel=1e-6)
+
+
+def test_tuner_rates_tree_as_nccl_across_more_than_two_nodes(x8):
+    """NCCL's tuner rates Tree across > 2 nodes at 0.92 x 0.5 of the network bandwidth where Ring
+    gets n / (2(n-1)) (src/graph/tuning.cc): on 3 racks of 8 GPUs (NVLS off, as NVIDIA/nccl issue
+    1801 ran) auto picks ring at 16 GiB, as NCCL did, though the tree's estimate is lower (the run
+    forced to Tree was faster: 485.68 against 393.66 GB/s); small sizes stay on the tree; on two
+    nodes nothing is rated (NCCL takes the intra-node bandwidth for the tree there)."""
+    from simulator.hardware.protocols import load_protocols as table
+    from simulator.workloads.collectives.tuner import choose, predict_s
+
+    gpus = per_node(x8, 3, 8)
+    big = 16 << 30
+    algo, protocol, t, _ = choose(x8, gpus, "all_reduce", big, NVLS_OFF, "auto", table())
+    tree = predict_s(x8, build_collective(x8, gpus, "all_reduce", big, "tree", "Simple"))
+    assert (algo, protocol) == ("ring", "Simple") and tree < 0.85 * t
+    assert choose(x8, gpus, "all_reduce", 1 << 20, NVLS_OFF, "auto", table())[0] == "tree"
+    two = per_node(x8, 2, 8)
+    assert choose(x8, two, "all_reduce", big, NVLS_OFF, "auto", table())[0] == "tree"
+
+
+# ---- NVLSTree: NVLS inside each node, NCCL's trees between the heads --------------------------------
+
+def _nccl_btree(nranks: int, rank: int) -> tuple[int, int, int]:
+    """NCCL src/graph/trees.cc ncclGetBtree, transcribed line by line: (up, down0, down1)."""
+    bit = 1
+    while bit < nranks:
+        if bit & rank:
+            break
+        bit <<= 1
+    if rank == 0:
+        return -1, -1, (bit >> 1 if nranks > 1 else -1)
+    up = (rank ^ bit) | (bit << 1)
+    if up >= nranks:
+        up = rank ^ bit
+    lowbit = bit >> 1
+    down0 = -1 if lowbit == 0 else rank - lowbit
+    down1 = -1 if lowbit == 0 else rank + lowbit
+    while down1 >= nranks:
+        down1 = -1 if lowbit == 0 else rank + lowbit
+        lowbit >>= 1
+    return up, down0, down1
+
+
+@pytest.mark.parametrize("k", range(1, 40))
+def test_dtree_is_nccl_get_dtree_and_every_child_knows_its_parent(k):
+    from simulator.workloads.collectives.dtree import dtree_parents
+
+    tree0, tree1 = dtree_parents(k)
+    assert tree0 == tuple(_nccl_btree(k, r)[0] for r in range(k))
+    if k % 2:
+        want = tuple(-1 if (u := _nccl_btree(k, (r - 1) % k)[0]) == -1 else (u + 1) % k for r in range(k))
+    else:
+        want = tuple(-1 if (u := _nccl_btree(k, k - 1 - r)[0]) == -1 else k - 1 - u for r in range(k))
+    assert tree1 == want
+    for tree in (tree0, tree1):
+        assert tree.count(-1) == 1  # one root; every other node's parent names it among its children
+        for r, p in enumerate(tree):
+            if p >= 0:
+                kids = _nccl_btree(k, p)[1:] if tree is tree0 else None
+                if kids is not None:
+                    assert r in kids
+                seen, q = set(), r
+                while q >= 0:  # no cycle: every path ends at the root
+                    assert q not in seen
+                    seen.add(q)
+                    q = tree[q]
+
+
+def _nvls_tree(fabric, gpus, nbytes, protocol="Simple", channels=None):
+    return build_collective(fabric, gpus, "all_reduce", nbytes, "nvls_tree", protocol, channels=channels)
+
+
+def test_nvls_tree_bytes_two_nodes_s_over_h_each_way_per_head(hopper):
+    """2 HGX H100 nodes (8 heads each): inside a node NVLS's S(1 + 1/h) each way per head GPU (in
+    wire bytes, over NVLS's efficiency);
+    between the nodes every head sends S/h and receives S/h (tree 0 and tree 1 have opposite
+    roots: NCCL's interBw x 2 on 2 nodes), all of it on its own rail."""
+    from simulator.engine.flow import run_flow
+
+    gpus = per_node(hopper, 2, 8)
+    S, h = 1 << 28, 8
+    w = _nvls_tree(hopper, gpus, S, "ideal")
+    r = run_flow(hopper, w)
+    sent: dict[str, float] = {}
+    got: dict[str, float] = {}
+    for t in w.transfers:
+        if hopper.nodes[t.src].group != hopper.nodes[t.dst].group:
+            assert gpus.index(t.dst) % 8 == gpus.index(t.src) % 8  # head j joins head j: one rail
+            sent[t.src] = sent.get(t.src, 0) + t.bytes
+            got[t.dst] = got.get(t.dst, 0) + t.bytes
+    assert set(sent) == set(got) == set(gpus)
+    assert all(v == pytest.approx(S / h, rel=1e-6) for v in [*sent.values(), *got.values()])
+    eff = load_protocols().nvls_efficiency_for("nvlink4")  # NVLS wire bytes carry NCCL's NVLS efficiency
+    for g in gpus:
+        up = sum(c.bytes for c in w.transfers if c.src == g and hopper.nodes[c.dst].kind == "switch")
+        assert up == pytest.approx(S * (1 + 1 / h) / eff, rel=1e-6)
+    assert all(r.invariants.values())
+
+
+def test_nvls_tree_latency_is_nccl_tune_model(x8):
+    """NCCL's NVLSTree latency (tuning.cc): baseLat + intraLat + 2 log2i(nNodes) interLat on every
+    transfer of a call, the NVLink and NET rows of NVLSTree."""
+    table = load_protocols()
+    for k in (2, 4, 8):
+        gpus = per_node(x8, k, 4)
+        w = _nvls_tree(x8, gpus, 1 << 20)
+        flag = GpuSide.of(x8, gpus).flag_s
+        sw = next(t.dst for t in w.transfers if x8.nodes[t.dst].kind == "switch")
+        want = (table.base_s("nvls_tree", "Simple") + table.hop_s("nvls_tree", "Simple", "nvlink") + flag
+                + 2 * int(math.log2(k)) * (table.hop_s("nvls_tree", "Simple", "network") + flag))
+        assert link_kind(x8, gpus[0], sw) == "nvlink"
+        delays = [t.delay_s for t in w.transfers if t.src != t.dst]
+        assert all(d == pytest.approx(want, rel=1e-12) for d in delays), k
+
+
+def test_nvls_tree_stages_at_the_copy_warps_a_parent_leaves(hopper):
+    """A channel whose rank sends up the tree between nodes keeps 6 + 5 of its 20 warps to copy in
+    and out where NVLS has 8 + 7 (src/device/all_reduce.h): on 2 nodes every head has a parent in
+    one of the trees, so every GPU stages S at 11/15 of NVLS's per-channel rate."""
+    gpus = per_node(hopper, 2, 8)
+    side = GpuSide.of(hopper, gpus)
+    lib = side.library
+    assert (lib.nvls_copy_warps(16), lib.nvls_copy_warps(16, tree_up=True), lib.nvls_copy_warps(4)) == (15, 11, 13)
+    w = _nvls_tree(hopper, gpus, 1 << 30)
+    staging = [t for t in w.transfers if t.src == t.dst]
+    per_channel = side.channel_Bps("nvls_staging")
+    assert len(staging) == 16 and w.meta["channels"] == side.arch.nvls_tree_channels == 16
+    assert all(t.rate_Bps == pytest.approx(16 * per_channel * 11 / 15, rel=1e-12) for t in staging)
+
+
+def test_tuner_runs_nvls_tree_across_nvls_nodes_from_mid_sizes(hopper, x8):
+    """With NVLS inside the nodes (NCCL_NVLS_ENABLE's default) the tree keeps the small sizes and
+    NVLSTree takes over from the sizes where bandwidth counts; on 2 nodes it beats the NIC-bound
+    ring (it sends S/h per head each way, the ring 2(n-1)/n S/h), on 9 it stays within 1% of it."""
+    seq = choices(hopper, per_node(hopper, 2, 8))
+    assert seq[0] == "tree" and seq[-1] == "nvls_tree", seq
+    assert set(seq[seq.index("nvls_tree"):]) == {"nvls_tree"}, seq
+    # two racks of 64: the tree's 63-deep chain in each node costs more latency (NCCL: 2 x 63 intraLat)
+    # than NVLSTree's fixed steps, so NVLSTree runs every size, as NCCL's model also says
+    assert set(choices(x8, per_node(x8, 2, 64))) == {"nvls_tree"}
+    gpus = tuple(hopper.gpus)
+    ring, nvls_tree = (build_collective(hopper, gpus, "all_reduce", 1 << 33, a, "Simple").meta for a in
+                       ("ring", "nvls_tree"))
+    from simulator.engine.flow import run_flow
+    t_ring = run_flow(hopper, build_collective(hopper, gpus, "all_reduce", 1 << 33, "ring", "Simple")).makespan_s
+    t_nt = run_flow(hopper, build_collective(hopper, gpus, "all_reduce", 1 << 33, "nvls_tree", "Simple")).makespan_s
+    assert abs(t_nt / t_ring - 1) < 0.01 and ring["channels"] == 24 and nvls_tree["channels"] == 16
+
+
+def test_nvls_tree_needs_nvls_inside_every_node_and_alike_nodes(x8, hopper):
+    from simulator.errors import InputError
+
+    record = ALGORITHMS["nvls_tree"]
+    assert "one node" in record.applicable(x8, per_node(x8, 1, 8))
+    assert "different numbers" in record.applicable(x8, per_node(x8, 2, 8)[:12])
+    assert "NVLS needs more than 2 GPUs" in record.applicable(x8, per_node(x8, 3, 2))
+    with pytest.raises(InputError):
+        build_collective(x8, per_node(x8, 3, 2), "all_reduce", 1 << 20, "nvls_tree", "Simple")
+    assert not record.auto_candidate(x8, per_node(x8, 1, 8), "all_reduce")
 
 
 # ---- NIC parts: ConnectX-7 400G and ConnectX-8 800G, InfiniBand vs RoCE ------------------------------

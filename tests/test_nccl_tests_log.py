@@ -103,11 +103,21 @@ def test_mpi_run_counts_rank_lines_across_hosts():
     assert any("overridden by --algo tree" in note for note in settings_for(run, algo="tree").notes)
 
 
-def test_unmappable_nccl_algo_leaves_the_choice_to_the_tuner():
-    text = MPI_RUN.replace("NCCL_ALGO=Ring", "NCCL_ALGO=^NVLS").replace(
-        "-g 1", "-g 1  # NCCL_MIN_NCHANNELS=4 NCCL_MAX_NCHANNELS=4")
-    settings = settings_for(parse_text(text)[0])
-    assert (settings.algo, settings.channels) == ("auto", 4)
+def test_nccl_algo_lists_and_exclusions_leave_the_tuner_a_choice():
+    """NCCL_ALGO's syntax (src/graph/tuning.cc parseList): a list, ^ to leave some out, per function."""
+    def algo(value: str) -> tuple[str, str]:
+        text = MPI_RUN.replace("NCCL_ALGO=Ring", f"NCCL_ALGO={value}").replace(
+            "-g 1", "-g 1  # NCCL_MIN_NCHANNELS=4 NCCL_MAX_NCHANNELS=4")
+        settings = settings_for(parse_text(text)[0])
+        assert settings.channels == 4
+        return settings.algo, settings.notes[0].split(": ", 1)[1]
+
+    assert algo("^NVLS") == ("^nvls", "the tuner chooses among the others")
+    assert algo("Ring,Tree") == ("ring,tree", "the tuner chooses among ring, tree")
+    assert algo("ring,CollNetDirect") == ("ring", "--algo ring; collnetdirect not modelled, left out")
+    assert algo("PAT") == ("auto", "names no fabricsim algorithm; pat not modelled, left out; the tuner chooses")
+    assert algo("allgather:ring") == ("ring", "--algo ring")  # MPI_RUN is all_gather
+    assert algo("allreduce:tree") == ("auto", "names other functions only; the tuner chooses")
 
 
 def test_older_columns_without_redop_root_and_with_error_column():

@@ -81,8 +81,7 @@ def test_nccl_info_lines_between_glued_to_and_cutting_rows():
     assert (settings.algo, settings.protocol) == ("ring", "Simple")
     assert settings.notes[2] == "NCCL_NVLS_ENABLE=0 (line 21): no matter here, the algorithm is ring"
     assert settings_for(run, algo="auto").notes[2] == "NCCL_NVLS_ENABLE=0 (line 21): no matter here, the algorithm is ring"
-    assert settings_for(run, algo="nvls").notes[2].startswith(
-        "NCCL_NVLS_ENABLE=0 (line 21): not applied; fabricsim's tuner does not read it")
+    assert settings_for(run, algo="nvls").notes[2] == "NCCL_NVLS_ENABLE=0 (line 21): not applied; the algorithm is nvls, as asked"
 
 
 def test_nccl_init_lines_give_the_rank_count_without_a_device_list():
@@ -274,7 +273,8 @@ def test_env_and_op_flags_fill_in_and_must_agree():
     assert run.setting("NCCL_PROTO") == ("LL", None) and run.setting("NCCL_MNNVL_ENABLE") == ("1", None)
     notes = settings_for(run).notes
     assert notes[0] == "NCCL_PROTO=LL (--env): --protocol LL"
-    assert notes[1].startswith("NCCL_MNNVL_ENABLE=1 (--env): not applied")
+    assert notes[1] == ("NCCL_MNNVL_ENABLE=1 (--env): each NVLink domain is one NCCL node, as in fabricsim (an NVL72 "
+                        "rack's trays joined over NVLink)")
     assert _one("info_interleaved.log", env=["NCCL_ALGO=Ring"]).setting("NCCL_ALGO") == ("Ring", 19)
     log = str(DATA / "info_interleaved.log")
     for flags, message in (

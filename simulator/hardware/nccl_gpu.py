@@ -43,6 +43,10 @@ class CollectiveLibrary(Part):
     """NVLS chunk (NCCL_NVLS_CHUNKSIZE)."""
     nvls_max_heads: int = Field(gt=0)
     """Most NVLS head ranks (NCCL_MAX_NVLS_ARITY): the ranks that reduce and multicast a shard."""
+    nvls_warps: dict[str, int] = {}
+    """How an NVLS / NVLSTree CTA splits its warps (src/device/all_reduce.h): ``total``, NVLS's
+    ``reduce`` warps (``reduce_few_ranks`` at ``few_ranks`` ranks or fewer), and NVLSTree's
+    ``tree_reduce`` and ``tree_bcast`` warps of a channel that has a parent between nodes."""
     ring_work: dict[str, int]
     """NCCL Simple primitive -> memory operations per chunk byte (``ring_loop`` strings them)."""
     copy_work: dict[str, int]
@@ -61,6 +65,19 @@ class CollectiveLibrary(Part):
         FIFO and the input, write the parent), down recvCopySend (read the FIFO, write the output and
         the child)."""
         return self.ring_work["recv_reduce_send" if up else "recv_copy_send"]
+
+    def nvls_copy_warps(self, nranks: int, tree_up: bool = False) -> int:
+        """Warps of one NVLS channel's CTA that copy the user buffers into and out of the NVLS
+        buffer (scatter + gather; src/device/all_reduce.h, no registered buffers) on a
+        communicator of ``nranks``; ``tree_up``: an NVLSTree channel whose rank sends up the tree
+        between nodes, which gives warps to reducing up and broadcasting down (``nvls_warps``)."""
+        w = self.nvls_warps
+        if tree_up:
+            reduce, bcast = w["tree_reduce"], w["tree_bcast"]
+        else:
+            reduce, bcast = (w["reduce_few_ranks"] if nranks <= w["few_ranks"] else w["reduce"]), 0
+        rest = w["total"] - reduce - bcast
+        return (rest + 1) // 2 + rest // 2
 
     def slot_B(self) -> int:
         """Bytes of one FIFO slot (Simple): NCCL_BUFFSIZE / NCCL_STEPS."""
@@ -119,6 +136,8 @@ class ArchitectureSide(Part):
     """Default channels for point-to-point (alltoall, send/recv)."""
     nvls_channels: int = Field(ge=0)
     """NVLS channels (0: no NVLS on this architecture)."""
+    nvls_tree_channels: int = Field(0, ge=0)
+    """NVLSTree channels: NVLS channels of a communicator that spans nodes (0: no NVLSTree)."""
     launch_s: Seconds = Field(ge=0)
     """Kernel launch: from the stream reaching the kernel to its CTAs running (s); hidden behind the
     previous kernel in back-to-back calls (nccl-tests), exposed when a call is timed alone."""

@@ -25,14 +25,14 @@ from simulator.runner.sweeps import SweepSpec, select_gpus, sweep
 from simulator.topology.fabric import Fabric
 from simulator.topology.placement import Placement
 from simulator.hardware.protocols import PROTOCOL_NAMES
-from simulator.workloads.collectives import ALGORITHMS
+from simulator.workloads.collectives import ALGORITHMS, choices
 from simulator.workloads.collectives import OPS as SIMULATED_OPS
 from simulator.workloads.traces.nccl_tests_log import NcclTestsRun
 
 NCCL_ALGO_NAMES = {r.nccl_algo.lower(): r.name for r in ALGORITHMS.values() if r.nccl_algo}
 NCCL_PROTO_NAMES = {p.lower(): p for p in PROTOCOL_NAMES}
-"""NCCL_ALGO / NCCL_PROTO values (case-insensitive, as NCCL reads them) that name one fabricsim
-algorithm or protocol; lists, exclusions (``^NVLS``) and other algorithms leave the choice to the tuner."""
+"""NCCL_ALGO / NCCL_PROTO names (case-insensitive, as NCCL reads them) of fabricsim algorithms and
+protocols; NCCL_ALGO lists and exclusions (``^NVLS``) map name by name (``nccl_algo_choice``)."""
 
 MIN_BUSBW_FOR_ERROR_GBPS = 1.0
 """Smallest printed busbw (GB/s) whose error is reported: at 1.00 the rounding to 0.01 is <= 0.5%."""
@@ -71,38 +71,86 @@ class RunSettings:
 
 
 UNMODELLED_SETTINGS = {
-    "NCCL_NVLS_ENABLE": "fabricsim's tuner does not read it (pass --algo to pin an algorithm)",
-    "NCCL_MNNVL_ENABLE": "fabricsim does not model multi-node NVLink domains as NCCL nodes yet",
     "NCCL_COLLNET_ENABLE": "fabricsim does not model CollNet/SHARP",
 }
 """Settings a user is likely to set that change NCCL's choice but that the simulation does not read:
 each is named in the notes so that the comparison says what it left out."""
+
+NVLS_RECORDS = tuple(r.name for r in ALGORITHMS.values() if r.nccl_algo.lower().startswith("nvls"))
+"""The algorithms NCCL_NVLS_ENABLE=0 turns off (NCCL's NVLS and NVLSTree, src/transport/nvls.cc
+``ncclNvlsInit``: no NVLS support, so neither runs)."""
+
+NCCL_FUNCS = {"all_reduce": "allreduce", "all_gather": "allgather", "reduce_scatter": "reducescatter",
+              "broadcast": "broadcast", "reduce": "reduce", "sendrecv": "sendrecv"}
+"""fabricsim op -> NCCL's function name in per-function NCCL_ALGO / NCCL_PROTO values (src/enqueue.cc
+``ncclFuncStr``, lower case; ``allreduce:tree;broadcast:ring``)."""
 
 
 def _where(line: int | None) -> str:
     return f"line {line}" if line is not None else "--env"
 
 
+def _for_op(value: str, op: str) -> str | None:
+    """The part of an NCCL_ALGO / NCCL_PROTO value that applies to ``op``: NCCL reads
+    ``func:list;func:list`` per function and a list without ``func:`` for all (src/graph/tuning.cc
+    ``parseList``); None when the value names other functions only."""
+    general = None
+    for part in value.split(";"):
+        if ":" in part:
+            func, _, listed = part.partition(":")
+            if func.strip().lower() == NCCL_FUNCS.get(op, op):
+                return listed.strip()
+        elif part.strip():
+            general = part.strip()
+    return general
+
+
+def nccl_algo_choice(value: str, op: str) -> tuple[str, str]:
+    """The fabricsim ``algo`` an NCCL_ALGO value asks for on ``op`` (one algorithm, a list to choose
+    among, or ``^`` ones to leave out: ``registry.choices``; ``auto``: the tuner chooses freely) and
+    what became of the names fabricsim does not model."""
+    part = _for_op(value, op)
+    if part is None:
+        return "auto", "names other functions only; the tuner chooses"
+    exclude = part.startswith("^")
+    names = [n.strip().lower() for n in part.lstrip("^").split(",") if n.strip()]
+    known = [NCCL_ALGO_NAMES[n] for n in names if n in NCCL_ALGO_NAMES]
+    unknown = [n for n in names if n not in NCCL_ALGO_NAMES]
+    left = f"; {', '.join(unknown)} not modelled, left out" if unknown else ""
+    if exclude:
+        return ("^" + ",".join(known) if known else "auto"), f"the tuner chooses among the others{left}"
+    if not known:
+        return "auto", f"names no fabricsim algorithm{left}; the tuner chooses"
+    if len(known) == 1:
+        return known[0], f"--algo {known[0]}{left}"
+    return ",".join(known), f"the tuner chooses among {', '.join(known)}{left}"
+
+
 def settings_for(run: NcclTestsRun, algo: str = "auto", protocol: str = "auto") -> RunSettings:
-    """Flags win; ``auto`` takes NCCL_ALGO / NCCL_PROTO from the log (or ``--env``), and
-    NCCL_MIN_NCHANNELS = NCCL_MAX_NCHANNELS = N gives N channels (as ``bench --channels N``)."""
+    """Flags win; ``auto`` takes NCCL_ALGO / NCCL_PROTO from the log (or ``--env``: one algorithm,
+    a list or an exclusion, per function where the value says so), NCCL_NVLS_ENABLE=0 leaves NVLS
+    and NVLSTree out of the tuner's choice, and NCCL_MIN_NCHANNELS = NCCL_MAX_NCHANNELS = N gives N
+    channels (as ``bench --channels N``)."""
     notes = []
-    for flag, var, names, given in (("algo", "NCCL_ALGO", NCCL_ALGO_NAMES, algo),
-                                    ("protocol", "NCCL_PROTO", NCCL_PROTO_NAMES, protocol)):
-        found = run.setting(var)
-        if found is None:
-            continue
+    found = run.setting("NCCL_ALGO")
+    if found is not None:
         value, line = found
-        if given != "auto":
-            notes.append(f"{var}={value} ({_where(line)}) overridden by --{flag} {given}")
-        elif value.lower() in names:
-            notes.append(f"{var}={value} ({_where(line)}): --{flag} {names[value.lower()]}")
-            if flag == "algo":
-                algo = names[value.lower()]
-            else:
-                protocol = names[value.lower()]
+        if algo != "auto":
+            notes.append(f"NCCL_ALGO={value} ({_where(line)}) overridden by --algo {algo}")
         else:
-            notes.append(f"{var}={value} ({_where(line)}) names no single fabricsim {flag}; the tuner chooses")
+            algo, what = nccl_algo_choice(value, run.op)
+            notes.append(f"NCCL_ALGO={value} ({_where(line)}): {what}")
+    found = run.setting("NCCL_PROTO")
+    if found is not None:
+        value, line = found
+        part = _for_op(value, run.op) or ""
+        if protocol != "auto":
+            notes.append(f"NCCL_PROTO={value} ({_where(line)}) overridden by --protocol {protocol}")
+        elif part.lower() in NCCL_PROTO_NAMES:
+            protocol = NCCL_PROTO_NAMES[part.lower()]
+            notes.append(f"NCCL_PROTO={value} ({_where(line)}): --protocol {protocol}")
+        else:
+            notes.append(f"NCCL_PROTO={value} ({_where(line)}) names no single fabricsim protocol; the tuner chooses")
     low, high = run.setting("NCCL_MIN_NCHANNELS"), run.setting("NCCL_MAX_NCHANNELS")
     channels = None
     if low and high and low[0] == high[0] and low[0].isdigit() and int(low[0]) > 0:
@@ -110,14 +158,37 @@ def settings_for(run: NcclTestsRun, algo: str = "auto", protocol: str = "auto") 
         where = f"lines {low[1]}, {high[1]}" if low[1] is not None and high[1] is not None else \
             f"{_where(low[1])}, {_where(high[1])}"
         notes.append(f"NCCL_MIN_NCHANNELS=NCCL_MAX_NCHANNELS={channels} ({where}): {channels} channels")
+    found = run.setting("NCCL_NVLS_ENABLE")
+    if found is not None:
+        value, where = found[0], _where(found[1])
+        listed = choices(algo)
+        if value.strip() != "0":
+            notes.append(f"NCCL_NVLS_ENABLE={value} ({where}): NVLS where the GPUs support it, as fabricsim's default")
+        elif listed is None:
+            if algo in NVLS_RECORDS:
+                notes.append(f"NCCL_NVLS_ENABLE={value} ({where}): not applied; the algorithm is {algo}, as asked")
+            else:
+                notes.append(f"NCCL_NVLS_ENABLE={value} ({where}): no matter here, the algorithm is {algo}")
+        elif not [a for a in listed if a not in NVLS_RECORDS]:
+            notes.append(f"NCCL_NVLS_ENABLE={value} ({where}): not applied; every algorithm of {algo} is NVLS")
+        else:
+            kept = [a for a in listed if a not in NVLS_RECORDS]
+            algo = ",".join(kept) if algo != "auto" else "^" + ",".join(NVLS_RECORDS)
+            notes.append(f"NCCL_NVLS_ENABLE={value} ({where}): {' and '.join(NVLS_RECORDS)} left out of the "
+                         "tuner's choice")
+    found = run.setting("NCCL_MNNVL_ENABLE")
+    if found is not None:
+        value, where = found[0], _where(found[1])
+        if value.strip() == "0":
+            notes.append(f"NCCL_MNNVL_ENABLE={value} ({where}): not applied; fabricsim's nodes are the "
+                         "topology's NVLink domains (an NVL72 rack is one node, its trays joined over NVLink), "
+                         "where MNNVL off makes every tray a node joined over the network")
+        else:
+            notes.append(f"NCCL_MNNVL_ENABLE={value} ({where}): each NVLink domain is one NCCL node, as in "
+                         "fabricsim (an NVL72 rack's trays joined over NVLink)")
     for var, why in UNMODELLED_SETTINGS.items():
         found = run.setting(var)
-        if found is None:
-            continue
-        record = ALGORITHMS.get(algo)
-        if var == "NCCL_NVLS_ENABLE" and record is not None and not record.nccl_algo.startswith("NVLS"):
-            notes.append(f"{var}={found[0]} ({_where(found[1])}): no matter here, the algorithm is {algo}")
-        else:
+        if found is not None:
             notes.append(f"{var}={found[0]} ({_where(found[1])}): not applied; {why}")
     return RunSettings(algo=algo, protocol=protocol, channels=channels, notes=tuple(notes))
 

@@ -71,15 +71,16 @@ class PointCheck:
         """Some algorithm and protocol (or the ones asked for) can run ``op`` on ``gpus``, as the
         tuner would find (``collectives.why_not``); the tuner's wording when none can."""
         from simulator.hardware.protocols import PROTOCOL_NAMES, load_protocols
-        from simulator.workloads.collectives import ALGORITHMS, why_not
+        from simulator.workloads.collectives import choices, why_not
 
         if protocol not in PROTOCOL_NAMES and protocol != "auto":
             return  # the ideal protocol: no table to ask
         table = load_protocols()
-        reasons = [why_not(fabric, gpus, op, a, p, table) for a in (list(ALGORITHMS) if algo == "auto" else [algo])
+        listed = choices(algo)
+        reasons = [why_not(fabric, gpus, op, a, p, table) for a in (listed if listed is not None else [algo])
                    for p in (list(PROTOCOL_NAMES) if protocol == "auto" else [protocol])]
         if all(reasons):
-            if algo != "auto":
+            if listed is None:
                 raise InputError(f"{algo} cannot run {op} here: {reasons[0]}", field="algo")
             raise InputError(f"no algorithm/protocol can run {op} on these {len(gpus)} GPUs ({reasons[0]})",
                              field="algo")

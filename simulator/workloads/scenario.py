@@ -556,7 +556,7 @@ def value_problems(scenario: ScenarioModel, sources) -> list[InputError]:  # noq
 def fabric_problems(scenario: ScenarioModel, fabric: Fabric, topology: str) -> list[InputError]:
     """Every item that cannot run on ``fabric`` (too few GPUs, no host to copy from, an algorithm
     the fabric cannot run), each at the item's FILE:LINE when the scenario came from a file."""
-    from simulator.workloads.collectives import ALGORITHMS
+    from simulator.workloads.collectives import ALGORITHMS, choices
 
     n = len(fabric.gpus)
     has_host = any(node.kind == "host" for node in fabric.nodes.values())
@@ -586,7 +586,7 @@ def fabric_problems(scenario: ScenarioModel, fabric: Fabric, topology: str) -> l
         if isinstance(item, CopyItem) and item.op in ("h2d", "d2h") and not has_host:
             problem((*here, "op"), f"{item.op} copies to or from a host, but {system} has no host node "
                                    f"(use p2p, or a topology with a host)")
-        if isinstance(item, CollectiveItem) and item.algo != "auto" and (item.gpus or n) <= n and placed:
+        if isinstance(item, CollectiveItem) and choices(item.algo) is None and (item.gpus or n) <= n and placed:
             why = ALGORITHMS[item.algo].applicable(fabric, placed)
             if why:
                 problem((*here, "algo"), f"{item.algo} cannot run on {system}: {why}")

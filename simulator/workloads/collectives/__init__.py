@@ -4,7 +4,8 @@ entry point.
     build_collective(fabric, gpus, op, nbytes, algo="auto", protocol="auto", channels=None,
                      granularity="steady", chunk_bytes=DEFAULT_CHUNK_BYTES) -> Workload
 
-``algo="auto"`` / ``protocol="auto"`` ask the tuner (tuner.py) for the fastest predicted pair.
+``algo="auto"`` / ``protocol="auto"`` ask the tuner (tuner.py) for the fastest predicted pair; a list
+(``algo="ring,tree"``, ``"^nvls,nvls_tree"``: ``registry.choices``) asks it to choose among some.
 """
 
 from __future__ import annotations
@@ -15,15 +16,15 @@ from simulator.engine.transfer import Workload
 from simulator.errors import InputError, unknown_choice
 from simulator.hardware.protocols import IDEAL, PROTOCOL_NAMES, ProtocolTable, load_protocols
 from simulator.topology.fabric import Fabric
-from simulator.workloads.collectives import direct, hierarchical, nvls, ring, tree
+from simulator.workloads.collectives import direct, hierarchical, nvls, nvls_tree, ring, tree
 from simulator.workloads.collectives.base import DEFAULT_CHUNK_BYTES, DEFAULT_WINDOW, GRANULARITIES, check_gpus
 from simulator.workloads.collectives.build import build_algorithm
 from simulator.workloads.collectives.ops import OPS, busbw_factor, check_op
 from simulator.workloads.collectives.registry import (ALGORITHMS, AlgorithmRecord, algorithm_help, check_algo,
-                                                      register, unregister, why_not)
+                                                      choices, register, unregister, why_not)
 from simulator.workloads.collectives.tuner import choose
 
-SHIPPED = (ring, tree, direct, nvls, hierarchical)
+SHIPPED = (ring, tree, direct, nvls, nvls_tree, hierarchical)
 """The algorithms' modules, each declaring its ``RECORD``, in registry order: the tuner's tie order
 (``tuner.choose``) and the order of every listing (``ALGORITHM_NAMES``, ``algorithm_help``)."""
 for _module in SHIPPED:
@@ -71,7 +72,7 @@ def build_collective(fabric: Fabric, gpus: list[str] | tuple[str, ...], op: str,
     fixed = dict(channels=channels, root=root, exposed_launch=exposed_launch, kernel_fixed_s=kernel_fixed_s, pxn=pxn)
     try:
         meta_extra = {}
-        if algo == "auto" or protocol == "auto":
+        if choices(algo) is not None or protocol == "auto":
             algo, protocol, predicted, chosen = choose(fabric, gpus, op, nbytes, algo, protocol, table, **fixed)
             if granularity == "steady":  # the candidate the tuner built is this call's workload
                 chosen.meta["predicted_s"] = predicted
@@ -89,4 +90,4 @@ def build_collective(fabric: Fabric, gpus: list[str] | tuple[str, ...], op: str,
 
 
 __all__ = ["ALGORITHMS", "ALGORITHM_NAMES", "AlgorithmRecord", "OPS", "SHIPPED", "algorithm_help", "build_collective",
-           "busbw_factor", "check_algo", "check_protocol", "register", "unregister", "why_not"]
+           "busbw_factor", "check_algo", "check_protocol", "choices", "register", "unregister", "why_not"]

@@ -47,11 +47,12 @@ class CtaRule:
     default it starts from and how it scales with the message (NCCL ``src/enqueue.cc``). An
     algorithm's registry record carries it (``registry.AlgorithmRecord.ctas``)."""
 
-    pool: Literal["coll_channels", "p2p_channels", "nvls_channels"] = "coll_channels"
+    pool: Literal["coll_channels", "p2p_channels", "nvls_channels", "nvls_tree_channels"] = "coll_channels"
     """The architecture's default for large messages (an ``ArchitectureSide`` field):
     ``coll_channels`` its collective channels (``p2p_channels`` for the point-to-point ops,
     ``ops.P2P_OPS``), ``p2p_channels`` its point-to-point channels for every op, ``nvls_channels``
-    its NVLS channels (as ``coll_channels`` on an architecture without NVLS)."""
+    its NVLS channels, ``nvls_tree_channels`` its NVLS channels across nodes (either as
+    ``coll_channels`` on an architecture without NVLS)."""
     by_size: bool = True
     """Drop CTAs while the call's bytes are below CTAs x threads x threshold (``ctas_for_size``);
     False: every CTA at every size (NVLS)."""
@@ -98,6 +99,8 @@ class GpuSide:
             return None
         if rule.pool == "nvls_channels" and self.arch.nvls_channels:
             return self.arch.nvls_channels
+        if rule.pool == "nvls_tree_channels" and self.arch.nvls_tree_channels:
+            return self.arch.nvls_tree_channels
         if rule.pool == "p2p_channels" or op in P2P_OPS:
             return self.arch.p2p_channels
         return self.arch.coll_channels

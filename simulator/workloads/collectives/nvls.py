@@ -36,11 +36,16 @@ MIN_RANKS = 2
 
 def planes(spec: CollectiveSpec) -> dict[str, dict[str, float]]:
     """GPU -> {reduction switch: fraction of the GPU's links to reduction switches}."""
-    fabric, out = spec.fabric, {}
-    reason = applicable(fabric, spec.gpus)
+    reason = applicable(spec.fabric, spec.gpus)
     if reason:
-        raise InputError(f"nvls impossible on {fabric.name}: {reason}", field="algo")
-    for g in spec.gpus:
+        raise InputError(f"nvls impossible on {spec.fabric.name}: {reason}", field="algo")
+    return gpu_planes(spec.fabric, spec.gpus)
+
+
+def gpu_planes(fabric, gpus) -> dict[str, dict[str, float]]:
+    """``planes`` of ``gpus`` without the check (a caller that checked ``applicable``)."""
+    out = {}
+    for g in gpus:
         links: dict[str, int] = {}
         for ch in fabric.out_channels(g):
             node = fabric.nodes[ch.dst]
@@ -78,18 +83,20 @@ def applicable(fabric, gpus) -> str | None:
     return None
 
 
-def _efficiency(spec: CollectiveSpec) -> float:
+def efficiency(spec: CollectiveSpec) -> float:
+    """The NVLS efficiency of the GPUs' NVLink generation (protocol parts), on top of the protocol's."""
     gen = spec.fabric.out_channels(spec.gpus[0])[0].generation
     return spec.table.nvls_efficiency_for(gen)
 
 
-def heads(spec: CollectiveSpec) -> int:
-    """NVLS head ranks: one per rank up to the library's limit (NCCL_MAX_NVLS_ARITY)."""
-    return min(spec.n, spec.gpu.library.nvls_max_heads)
+def heads(spec: CollectiveSpec, ranks: int | None = None) -> int:
+    """NVLS head ranks of a domain of ``ranks`` GPUs (default all of the call's): one per rank up
+    to the library's limit (NCCL_MAX_NVLS_ARITY)."""
+    return min(spec.n if ranks is None else ranks, spec.gpu.library.nvls_max_heads)
 
 
 def build(spec: CollectiveSpec, dag: DagBuilder) -> None:
-    S, eff, h = spec.nbytes, _efficiency(spec), heads(spec)
+    eff, h = efficiency(spec), heads(spec)
     by_gpu = planes(spec)
     switches = sorted({s for m in by_gpu.values() for s in m})
     reduce = spec.op in ("all_reduce", "reduce_scatter")
@@ -98,28 +105,53 @@ def build(spec: CollectiveSpec, dag: DagBuilder) -> None:
 
     def shares(g: str) -> tuple[tuple[float, float], tuple[float, float]]:
         """g's data bytes per byte of S on one plane: ((reduce up, down), (multicast up, down))."""
-        mine = 1.0 / h if g in head else 0.0
-        return (1.0, mine) if reduce else (0.0, 0.0), (mine, 1.0) if multicast else (0.0, 0.0)
+        return switch_shares(g in head, h, reduce, multicast)
 
     phases = int(reduce) + int(multicast)
     base = spec.base_s()
-    _staging(dag, spec, base, reduce, multicast)
+    stage(dag, spec, spec.gpus, h, base, reduce, multicast)
+    if spec.granularity == "steady":
+        def delay(g: str, sw: str) -> float:
+            return base + phases * spec.hop_s(g, sw) + (2 * phases - 1) * route_lat_s(spec.fabric, g, sw)
+        switch_transfers(dag, spec, by_gpu, shares, eff, delay, "nvls")
+        return
     for sw in switches:
         members = [g for g in spec.gpus if sw in by_gpu[g]]
-        if spec.granularity == "steady":
-            for g in members:
-                f, hop, lat = by_gpu[g][sw] * S, spec.hop_s(g, sw), route_lat_s(spec.fabric, g, sw)
-                delay = base + phases * hop + (2 * phases - 1) * lat
-                (up_r, down_r), (up_m, down_m) = shares(g)
-                for src, dst, share, kind in ((g, sw, up_r + up_m, "up"), (sw, g, down_r + down_m, "down")):
-                    if share:
-                        dag.add(src, dst, spec.wire(f * share, eff), (), delay, None, f"nvls.{sw}.{kind}")
-            continue
         _chunked(dag, spec, sw, members, by_gpu, eff, shares, base)
 
 
-def _staging(dag: DagBuilder, spec: CollectiveSpec, base: float, reduce: bool, multicast: bool) -> None:
-    """Each GPU's copies into and out of the NVLS buffer, by its NVLS channels' copy warps.
+def switch_shares(is_head: bool, h: int, reduce: bool, multicast: bool) -> tuple[tuple[float, float],
+                                                                                  tuple[float, float]]:
+    """A rank's data bytes per byte of S on one plane, ((reduce up, down), (multicast up, down)):
+    every rank's copy goes up to be reduced and every reduced shard comes down; a head also takes
+    its reduced shard (S / h) down and stores it up (module docstring)."""
+    mine = 1.0 / h if is_head else 0.0
+    return (1.0, mine) if reduce else (0.0, 0.0), (mine, 1.0) if multicast else (0.0, 0.0)
+
+
+def switch_transfers(dag: DagBuilder, spec: CollectiveSpec, by_gpu: dict[str, dict[str, float]], shares,
+                     eff: float, delay, tag: str) -> None:
+    """The steady link transfers between the GPUs of ``by_gpu`` and their reduction switches:
+    per GPU and plane one transfer up and one down, of the plane's fraction of S times ``shares(g)``
+    (``switch_shares``), wire bytes at the NVLS efficiency ``eff``, after ``delay(g, switch)``."""
+    S = spec.nbytes
+    for sw in sorted({s for m in by_gpu.values() for s in m}):
+        for g, by_switch in by_gpu.items():
+            if sw not in by_switch or not spec.builds(g, sw):
+                continue
+            (up_r, down_r), (up_m, down_m) = shares(g)
+            wait = delay(g, sw)
+            for src, dst, share, kind in ((g, sw, up_r + up_m, "up"), (sw, g, down_r + down_m, "down")):
+                if share:
+                    dag.add(src, dst, spec.wire(by_switch[sw] * S * share, eff), (), wait, None,
+                            f"{tag}.{sw}.{kind}")
+
+
+def stage(dag: DagBuilder, spec: CollectiveSpec, gpus: tuple[str, ...], h: int, base: float, reduce: bool,
+          multicast: bool, pace=None) -> None:
+    """Each GPU's copies into and out of the NVLS buffer, by its NVLS channels' copy warps
+    (``gpus``: one NVLS domain's ranks, ``h`` its heads; ``pace(g)``: the share of the NVLS
+    channel's staging rate g's slowest channel copies at, default 1).
 
     A rank copies in what it reduces (all_reduce, reduce_scatter: S; all_gather: its S/n) and
     copies out what it receives (all_reduce, all_gather: S; reduce_scatter: its S/n). NCCL gives
@@ -138,14 +170,15 @@ def _staging(dag: DagBuilder, spec: CollectiveSpec, base: float, reduce: bool, m
     side = spec.side
     if side is None or side.arch is None:
         return
-    n, S = spec.n, spec.nbytes
+    n, S = len(gpus), spec.nbytes
     work = ((1.0 if reduce else 1.0 / n) + (1.0 if multicast else 1.0 / n)) / 2  # bytes staged per byte of S
     per_channel = side.channel_Bps("nvls_staging")  # a copy in and a copy out, per second
-    h = heads(spec)
     loop = min(h * nvls_chunk_B(side.library.nvls_chunk_B, S, spec.channels, h), S / spec.channels)
-    fill = loop * work / per_channel
-    for g in spec.gpus:
-        dag.add(g, g, int(round(S * work)), (), base + fill, None, "nvls.staging", spec.channels * per_channel)
+    for g in gpus:
+        if not spec.builds(g, g):
+            continue
+        rate = per_channel * (pace(g) if pace else 1.0)
+        dag.add(g, g, int(round(S * work)), (), base + loop * work / rate, None, "nvls.staging", spec.channels * rate)
 
 
 def nvls_chunk_B(max_chunk: int, nbytes: float, channels: int, heads: int) -> int:

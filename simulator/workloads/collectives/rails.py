@@ -33,6 +33,7 @@ from simulator.topology.fabric import Fabric
 from simulator.topology.placement import layout
 from simulator.topology.routing import hop_count
 from simulator.workloads.collectives.base import link_kind
+from simulator.workloads.collectives.dtree import dtree_parents
 
 
 def nodes_of(fabric: Fabric, gpus) -> list[tuple[str, ...]]:
@@ -145,26 +146,27 @@ def _uneven_rings(fabric: Fabric, nodes: list[tuple[str, ...]], channels: int) -
 
 
 def tree_parents(fabric: Fabric, gpus: tuple[str, ...], channel: int) -> list[dict[str, str]] | None:
-    """NCCL-style double binary tree of one channel on a multi-node fabric, as two child -> parent
-    maps: inside each node a chain starting at local GPU ``channel mod m`` (the node's head, so
-    channels use different NICs), and the heads joined by a binary tree over nodes (tree A: heap
-    order, tree B: its mirror). Nodes of m_i GPUs start their chain at local GPU ``channel mod m_i``
-    (uneven nodes: each chain as long as its node). None when rail-aware orders do not apply."""
+    """NCCL's double binary tree of one search channel on a multi-node fabric, as two child ->
+    parent maps: inside each node a chain starting at local GPU ``channel mod m`` (the node's head,
+    which sends to and receives from the other nodes on its own NIC, so channels use different
+    NICs), and the heads joined by NCCL's trees over node indices (src/graph/trees.cc
+    ``ncclGetDtree``: ``dtree.dtree_parents``). Nodes of m_i GPUs start their chain at local GPU
+    ``channel mod m_i`` (uneven nodes: each chain as long as its node). None when rail-aware orders
+    do not apply."""
     nodes = rail_nodes(fabric, gpus)
     if nodes is None:
         return None
-    k = len(nodes)
     heads = [channel % distinct(len(node)) for node in nodes]
     chains = [node[h:] + node[:h] for node, h in zip(nodes, heads)]
     out = []
-    for mirror in (False, True):
+    for tree in dtree_parents(len(nodes)):
         parent: dict[str, str] = {}
         for chain in chains:
             for i in range(1, len(chain)):
                 parent[chain[i]] = chain[i - 1]
-        for i in range(1, k):
-            child, par = (k - 1 - i, k - 1 - (i - 1) // 2) if mirror else (i, (i - 1) // 2)
-            parent[chains[child][0]] = chains[par][0]
+        for i, p in enumerate(tree):
+            if p >= 0:
+                parent[chains[i][0]] = chains[p][0]
         out.append(parent)
     return out
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable
 
-from simulator.errors import unknown_choice
+from simulator.errors import InputError, unknown_choice
 from simulator.hardware.protocols import ProtocolTable
 from simulator.topology.fabric import Fabric
 from simulator.workloads.collectives.base import CollectiveSpec, DagBuilder, route_channels
@@ -57,6 +57,12 @@ class AlgorithmRecord:
     """The NCCL_ALGO value naming this algorithm (NCCL src/enqueue.cc, ``ncclAlgoStr``: Tree, Ring,
     CollNetDirect, CollNetChain, NVLS, NVLSTree, PAT; case-insensitive as NCCL reads it), so a logged
     run's setting maps to it; "": NCCL has no algorithm of that one name."""
+    nccl_rating: Callable[[int], float] | None = None
+    """Across more than two nodes, the algbw NCCL's tuner rates this algorithm at per unit of the
+    network bandwidth of its channels, for ``n`` ranks (src/graph/tuning.cc ``ncclTopoTuneModel``,
+    nNodes > 2, where Ring and Tree both take ``bwInter`` of graphs of one channel count: Ring
+    nRanks / nsteps = n / (2(n-1)), Tree all_reduce busBw x 0.92 then x 0.5). The tuner ranks the
+    rated candidates as NCCL does (``tuner.choose``); None: by its estimate alone."""
     table_row: str = ""
     """The protocol table's algorithm row (``parts/protocols.yaml``) giving the protocols it runs and
     its base and step latencies; "": its own name."""
@@ -104,18 +110,49 @@ def unregister(name: str) -> AlgorithmRecord:
 
 
 def algorithm_help(details: bool = False) -> str:
-    """The choices of ``algo`` in registry order: "ring, tree, ... or auto"; with ``details``, one
-    "name: help" line per algorithm."""
+    """The choices of ``algo`` in registry order: "ring, tree, ... or auto (or a list to choose
+    from)"; with ``details``, one "name: help" line per algorithm."""
     if details:
         return "\n".join(f"{r.name}: {r.help}" for r in ALGORITHMS.values())
-    return ", ".join(ALGORITHMS) + " or auto"
+    return ", ".join(ALGORITHMS) + " or auto; a comma list lets the tuner choose among those, ^ and a list among the others"
+
+
+def _listed(algo: str) -> list[str]:
+    """The names of a choice list (``ring,tree`` or ``^nvls``), stripped, empty items left out."""
+    return [a.strip() for a in algo.strip().lstrip("^").split(",") if a.strip()]
+
+
+def choices(algo: str) -> list[str] | None:
+    """The registered algorithms ``algo`` lets the tuner choose among, in registry order: all of them
+    for ``auto``; for a comma list (NCCL_ALGO's syntax: ``ring,tree``) those it names; after ``^``
+    all but those it names (``^nvls,nvls_tree``, as NCCL_ALGO=^NVLS); None for one algorithm's name
+    (no choice: that algorithm runs)."""
+    if algo == "auto":
+        return list(ALGORITHMS)
+    if "," not in algo and not algo.strip().startswith("^"):
+        return None
+    names = _listed(algo)
+    if algo.strip().startswith("^"):
+        return [a for a in ALGORITHMS if a not in names]
+    return [a for a in ALGORITHMS if a in names]
 
 
 def check_algo(algo: str) -> str:
-    """``algo`` if it names a registered algorithm or ``auto``, else an input error with a suggestion."""
-    if algo != "auto" and algo not in ALGORITHMS:
-        raise unknown_choice("algo", algo, ["auto", *ALGORITHMS], field="algo")
-    return algo
+    """``algo`` if it names a registered algorithm, ``auto``, or a choice list of registered names
+    (``choices``: ``ring,tree``, ``^nvls``; returned without spaces), else an input error with a
+    suggestion."""
+    if algo == "auto" or algo in ALGORITHMS:
+        return algo
+    if "," in algo or algo.strip().startswith("^"):
+        names = _listed(algo)
+        for name in names:
+            if name not in ALGORITHMS:
+                raise unknown_choice("algo", name, ["auto", *ALGORITHMS], field="algo")
+        if not names or not choices(algo):
+            raise InputError(f"algo {algo!r} leaves no algorithm to choose from (name some of "
+                             f"{', '.join(ALGORITHMS)})", field="algo")
+        return ("^" if algo.strip().startswith("^") else "") + ",".join(names)
+    raise unknown_choice("algo", algo, ["auto", *ALGORITHMS], field="algo")
 
 
 def why_not(fabric: Fabric, gpus: tuple[str, ...], op: str, algo: str, protocol: str,

@@ -207,6 +207,6 @@ def build(spec: CollectiveSpec, dag: DagBuilder) -> None:
 
 RECORD = AlgorithmRecord(
     "ring", OPS, build, "NCCL Ring: each rank sends to its successor, every channel around its own ring",
-    ctas=CtaRule(ll_per_rank=True), rail_aware=True, nccl_algo="Ring")
+    ctas=CtaRule(ll_per_rank=True), rail_aware=True, nccl_algo="Ring", nccl_rating=lambda n: n / (2 * (n - 1)))
 """Ring's rules: NCCL's collective channels, fewer for small calls (LL's threshold per rank);
 rail-aware rings on multi-node fabrics; ``auto`` considers it everywhere."""

@@ -4,7 +4,8 @@ Tree A is the heap tree over rank positions (parent of i is (i-1)//2); tree B is
 (position n-1-i), so a rank that is inner in one tree is a leaf in the other (n even). Each tree
 carries half the message; up (reduce) and down (broadcast) run pipelined and concurrently.
 On multi-node fabrics each channel chains the GPUs of a node behind a head GPU that differs per
-channel (so channels use different NICs) and joins the heads by the two trees (rails.py).
+channel (so channels use different NICs) and joins the heads by NCCL's two trees over nodes
+(rails.py, dtree.py); each search channel runs once on each tree, as NCCL duplicates its channels.
 
 Latency on multi-node fabrics is NCCL's (src/graph/tuning.cc, ``ncclTopoTuneModel``, Tree
 all_reduce: ``baseLat + 2 x ((nRanks/nNodes - 1) x intraLat + log2i(nNodes) x interLat)``): a
@@ -35,9 +36,18 @@ def trees(gpus: tuple[str, ...]) -> list[dict[str, str]]:
     return [heap, mirror]
 
 
+def tree_of(channel: int, channels: int) -> tuple[int, int]:
+    """(tree, search channel) of ``channel`` among ``channels``: NCCL runs its search's channels
+    twice, channel c on tree 0 and channel c + nChannels on tree 1 over the same chains and NICs
+    (src/graph/connect.cc ``connectTrees``: channel0 = c, channel1 = c + nChannels), so the first
+    half of the channels runs tree 0 and the second tree 1 (a single channel runs tree 0)."""
+    half = (channels + 1) // 2
+    return (0, channel) if channel < half else (1, channel - half)
+
+
 def channel_trees(spec: CollectiveSpec, channel: int) -> tuple[list[dict[str, str]], int]:
-    """The two trees of one channel and their depth (edges from the deepest leaf to the root):
-    rail-aware on multi-node fabrics (rails.tree_parents), else the heap tree and its mirror."""
+    """The two trees of one search channel and their depth (edges from the deepest leaf to the
+    root): rail-aware on multi-node fabrics (rails.tree_parents), else the heap tree and its mirror."""
     rail = tree_parents(spec.fabric, spec.gpus, channel)
     if rail is None:
         return trees(spec.gpus), max(1, int(math.floor(math.log2(spec.n))))
@@ -76,17 +86,17 @@ def path_delay_s(spec: CollectiveSpec, parent: dict[str, str], base: float) -> d
 
 
 def build(spec: CollectiveSpec, dag: DagBuilder) -> None:
-    """Channel c runs tree c mod 2 (as NCCL alternates the two trees over its channels), each
-    channel carrying S / channels; a single channel runs tree A alone."""
+    """The first half of the channels runs tree A, the second half tree B over the same chains
+    (``tree_of``), each channel carrying S / channels; a single channel runs tree A alone."""
     C, fabric = spec.channels, spec.fabric
     base = spec.base_s()
     per_channel = spec.nbytes / C
-    per_channel_trees = [channel_trees(spec, c) for c in range(C)]
+    per_channel_trees = [channel_trees(spec, tree_of(c, C)[1]) for c in range(C)]
     multi_node = tree_parents(fabric, spec.gpus, 0) is not None
     wire = spec.wire(per_channel)
     edge: dict[tuple, tuple] = {}  # (src, dst, down, depth, delay) -> (delay, rate, dealt paths)
     for c in range(C):
-        t = c % 2
+        t = tree_of(c, C)[0]
         both, depth = per_channel_trees[c]
         parent = both[t]
         if spec.granularity == "steady":
@@ -158,7 +168,10 @@ def _leaves_first(parent: dict[str, str], children: dict[str, list[str]]) -> lis
 
 RECORD = AlgorithmRecord(
     "tree", OPS, build, "NCCL Tree: all_reduce up and down a double binary tree, across nodes",
-    auto_multi_node_only=True, rail_aware=True, nccl_algo="Tree")
+    auto_multi_node_only=True, rail_aware=True, nccl_algo="Tree", nccl_rating=lambda n: 0.92 * 0.5)
 """Tree's rules: NCCL's collective channels, fewer for small calls; rail-aware trees on multi-node
 fabrics; ``auto`` considers it only across nodes joined by the network (inside one NVLink domain
-NCCL runs Ring or NVLS: measured, 2x H200, NCCL 2.28)."""
+NCCL runs Ring or NVLS: measured, 2x H200, NCCL 2.28), rated across more than two nodes as NCCL's
+tuner rates it (busBw x 0.92, algbw = busBw / 2: as if every node sent 2S / 0.92 over its NICs,
+where NCCL's trees over three nodes send 1.5S), so ``auto`` runs Ring there at large sizes as NCCL
+does, and ``--algo tree`` (NCCL_ALGO=Tree) the faster tree."""

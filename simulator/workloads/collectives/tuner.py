@@ -28,7 +28,7 @@ from simulator.topology.routing import equal_cost_routes, route_latency_s, route
 from simulator.workloads.collectives.build import build_algorithm
 from simulator.workloads.collectives.gpu_side import GpuSide
 from simulator.workloads.collectives.rails import even, rail_nodes
-from simulator.workloads.collectives.registry import ALGORITHMS, why_not
+from simulator.workloads.collectives.registry import ALGORITHMS, choices, why_not
 
 
 @dataclass(frozen=True, slots=True)
@@ -149,7 +149,7 @@ def choose(fabric: Fabric, gpus: tuple[str, ...], op: str, nbytes: int, algo: st
            **build) -> tuple[str, str, float, Workload]:
     """The (algorithm, protocol, predicted seconds, its workload) with the smallest prediction
     (ties: the first in ALGORITHMS x PROTOCOL_NAMES order); ``auto`` in either argument means
-    "any": with ``algo=auto``, the registered algorithms whose records make them candidates for
+    "any" (``algo`` may also be a list to choose among, ``registry.choices``): with ``algo=auto``, the registered algorithms whose records make them candidates for
     ``op`` on these GPUs (``AlgorithmRecord.auto_candidate``: NCCL's tuner picks among ring, tree
     and NVLS for collectives and runs the p2p ops point to point; inside one NVLink domain it runs
     Ring or NVLS, measured on 2x H200, NCCL 2.28); ``channels`` fixes the CTA count of every
@@ -162,12 +162,16 @@ def choose(fabric: Fabric, gpus: tuple[str, ...], op: str, nbytes: int, algo: st
     channel: its estimate is at least that multiple of the built one's ``load_s`` (less one byte
     of rounding per transfer). ``skip``: a candidate whose bound exceeds the best estimate so far
     is not built (it cannot win); at 1 GiB that leaves LL unbuilt."""
-    algos = list(ALGORITHMS) if algo == "auto" else [algo]
+    listed = choices(algo)  # None: one algorithm asked for
+    algos = listed if listed is not None else [algo]
     protos = list(PROTOCOL_NAMES) if protocol == "auto" else [protocol]
     sample = sample_node(fabric, gpus)
     gpu = GpuSide.of(fabric, gpus)
-    best: tuple[tuple[float, int], str, str, Workload] | None = None
+    best: tuple[tuple[float, int], str, str, Workload, float] | None = None
     reasons: list[str] = []
+    nodes = rail_nodes(fabric, gpus)
+    rated = nodes is not None and len(nodes) > 2  # NCCL rates Ring and Tree by one network bandwidth
+    reference: list[float] = []  # the first rated candidate's load time x wire efficiency x rating
     for i, a in enumerate(algos):
         record = ALGORITHMS.get(a)  # None: why_not says so
         built: tuple[int, float, Estimate] | None = None  # channels, efficiency, estimate of the first built
@@ -176,7 +180,7 @@ def choose(fabric: Fabric, gpus: tuple[str, ...], op: str, nbytes: int, algo: st
             if reason:
                 reasons.append(reason)
                 continue
-            if algo == "auto" and not record.auto_candidate(fabric, gpus, op):
+            if listed is not None and not record.auto_candidate(fabric, gpus, op):
                 continue
             efficiency = table.protocol(p).efficiency
             if skip and built and best and built[2].least_bytes and built[0] == (
@@ -189,17 +193,36 @@ def choose(fabric: Fabric, gpus: tuple[str, ...], op: str, nbytes: int, algo: st
             guess = estimate(fabric, workload)
             if built is None:
                 built = (workload.meta["channels"], efficiency, guess)
-            key = (guess.time_s, i * len(PROTOCOL_NAMES) + protos.index(p))
+            rank = guess.time_s
+            if rated and listed is not None and record.nccl_rating is not None:
+                rank += nccl_rated_extra_s(guess, record.nccl_rating(len(gpus)) * efficiency, reference)
+            key = (rank, i * len(PROTOCOL_NAMES) + protos.index(p))
             if best is None or key < best[0]:
-                best = (key, a, p, workload)
+                best = (key, a, p, workload, guess.time_s)
     if best is None:
-        if algo != "auto" and reasons:  # one algorithm asked for: its own reason
+        if listed is None and reasons:  # one algorithm asked for: its own reason
             raise InputError(f"{algo} cannot run {op} here: {reasons[0]}", field="algo")
         raise InputError(f"no algorithm/protocol can run {op} on these {len(gpus)} GPUs", field="algo")
-    (t, _), a, p, workload = best
+    _, a, p, workload, t = best
     if sample is not None:  # the estimate left other nodes' insides out: build the whole call
         workload = build_algorithm(fabric, gpus, op, nbytes, a, p, table, channels=channels, **build)
     return a, p, t, workload
+
+
+def nccl_rated_extra_s(guess: Estimate, rating: float, reference: list[float]) -> float:
+    """Seconds to add to a candidate's estimate to rank it as NCCL's tuner does across more than
+    two nodes: there NCCL rates Ring and Tree by the same network bandwidth per channel, each at its
+    own ``AlgorithmRecord.nccl_rating`` (src/graph/tuning.cc ``ncclTopoTuneModel``), so a candidate's
+    network time is, to NCCL, the first rated candidate's (the ring, in registry order) times the
+    ratio of their ratings. ``rating`` includes the protocol's wire efficiency (the channel loads
+    of one algorithm scale with 1 / efficiency: ``choose``), so one reference serves every
+    protocol: the first candidate rated sets it (its channel-load time times its rating) and adds
+    nothing; a later one adds what NCCL's rating puts above its own channel-load time, never less
+    than 0 (NCCL may rate it faster than it runs: then its estimate ranks it)."""
+    if not reference:
+        reference.append(guess.load_s * rating)
+        return 0.0
+    return max(0.0, reference[0] / rating - guess.load_s)
 
 
 def sample_node(fabric: Fabric, gpus: tuple[str, ...]) -> str | None:
