@@ -41,6 +41,10 @@ EXPECTED = {
     "dgx_a100_hdr_pod": (32, 4 * 6 + 8 + 2, 4 * (8 * 12 + 12 + 8) + 32 + 32,
                          4 * (8 * 12 * 4 * 2 + 12 * 16 * 2 + 8 * 16 * 2) + 64 * 4 * 2,
                          {"nvlink": 12 * NVLINK3, "pcie": PCIE4_X16, "network": HDR}, 16 * HDR),
+    # 20 DGX nodes + 8 NICs each, 160 NIC-to-leaf links + 8 leaves x 10 spines x 2 links
+    "dgx_a100_hdr_su": (160, 20 * 6 + 8 + 10, 20 * (8 * 12 + 12 + 8) + 160 + 160,
+                        20 * (8 * 12 * 4 * 2 + 12 * 16 * 2 + 8 * 16 * 2) + 320 * 4 * 2,
+                        {"nvlink": 12 * NVLINK3, "pcie": PCIE4_X16, "network": HDR}, 80 * HDR),
     # 9 HGX nodes + 8 NICs each on PCIe, 72 NIC-to-leaf links + 8 leaves x 3 spines x 3 links
     "hopper_ib_rack": (72, 9 * 4 + 8 + 3, 9 * (HGX_LINKS + 8) + 72 + 72,
                        9 * (HGX_PAIRS + 8 * 16 * 2) + 144 * 4 * 2,
@@ -62,6 +66,11 @@ EXPECTED = {
     "gb200_nvl72_x16_ib_2to1": (1152, 16 * 18 + 52, 16 * (1296 + 72 + 72) + 1152 + 576,
                                 16 * (1296 * 4 + 72 * 180 + 72 * 32) + 1728 * 8,
                                 {"nvlink": 18 * NVLINK5, "c2c": C2C, "network": NDR}, 576 * NDR),
+    # 32 HGX nodes + 8 NICs each on PCIe, 256 NIC-to-leaf links + 8 leaves x 16 spines x 2 links
+    "hopper_ib_su": (256, 32 * 4 + 8 + 16, 32 * (HGX_LINKS + 8) + 256 + 256,
+                     32 * (HGX_PAIRS + 8 * 16 * 2) + 512 * 4 * 2,
+                     {"nvlink": 18 * NVLINK4, "pcie": PCIE5_X16, "network": NDR},
+                     128 * NDR),  # halves of 16 whole servers: 128 NICs' worth of network
     "pcie_server": (8, 0, 8 + 4, 12 * 16 * 2, {"pcie": PCIE5_X16}, 2 * PCIE5_X16),
     "teaching": (2, 0, 1, 4, {"nvlink": NVLINK4}, NVLINK4),
 }
