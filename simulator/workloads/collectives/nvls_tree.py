@@ -50,8 +50,8 @@ OPS = frozenset({"all_reduce"})
 
 
 def applicable(fabric, gpus) -> str | None:
-    """None if NVLSTree can run: nodes joined by the network, each with NVLS inside (``nvls.applicable``)
-    and the same number of the GPUs; else why."""
+    """None if NVLSTree can run: nodes joined by the network, each with NVLS inside
+    (``nvls.applicable``) and the same number of the GPUs; else why."""
     nodes = rail_nodes(fabric, gpus)
     if nodes is None:
         return "NVLSTree joins NVLink domains over the network; these GPUs are in one node (use nvls)"
@@ -90,13 +90,12 @@ def build(spec: CollectiveSpec, dag: DagBuilder) -> None:
         head = set(node[:h])
         # a head whose node has a parent in a tree that some channel runs stages at the slower split
         up = any(parents[t][i] >= 0 and shares[t] for t in (0, 1))
-        stage(dag, spec, node, h, base, True, True,
-                   pace=lambda g, head=head, up=up: slow if up and g in head else 1.0)
+        stage(dag, spec, node, h, base, True, True, pace=lambda g, head=head, up=up: slow if up and g in head else 1.0)
         by_gpu = gpu_planes(fabric, node)
         some_switch = next(iter(by_gpu[node[0]]))
         delay = base + spec.hop_s(node[0], some_switch) + 2 * levels * net_hop  # NCCL's NVLSTree latency
-        switch_transfers(dag, spec, by_gpu, lambda g, head=head: switch_shares(g in head, h, True, True),
-                              eff, lambda g, sw, delay=delay: delay, f"nvls_tree.n{i}")
+        switch_transfers(dag, spec, by_gpu, lambda g, head=head: switch_shares(g in head, h, True, True), eff,
+                         lambda g, sw, delay=delay: delay, f"nvls_tree.n{i}")
         for t in (0, 1):
             p = parents[t][i]
             if p < 0 or not shares[t]:

@@ -110,11 +110,12 @@ def unregister(name: str) -> AlgorithmRecord:
 
 
 def algorithm_help(details: bool = False) -> str:
-    """The choices of ``algo`` in registry order: "ring, tree, ... or auto (or a list to choose
-    from)"; with ``details``, one "name: help" line per algorithm."""
+    """The choices of ``algo`` in registry order: "ring, tree, ... or auto; ..." (and how to give a
+    list to choose from); with ``details``, one "name: help" line per algorithm."""
     if details:
         return "\n".join(f"{r.name}: {r.help}" for r in ALGORITHMS.values())
-    return ", ".join(ALGORITHMS) + " or auto; a comma list lets the tuner choose among those, ^ and a list among the others"
+    return (", ".join(ALGORITHMS) + " or auto; a comma list lets the tuner choose among those, ^ and a list "
+            "among the others")
 
 
 def _listed(algo: str) -> list[str]:

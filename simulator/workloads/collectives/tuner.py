@@ -149,10 +149,11 @@ def choose(fabric: Fabric, gpus: tuple[str, ...], op: str, nbytes: int, algo: st
            **build) -> tuple[str, str, float, Workload]:
     """The (algorithm, protocol, predicted seconds, its workload) with the smallest prediction
     (ties: the first in ALGORITHMS x PROTOCOL_NAMES order); ``auto`` in either argument means
-    "any" (``algo`` may also be a list to choose among, ``registry.choices``): with ``algo=auto``, the registered algorithms whose records make them candidates for
-    ``op`` on these GPUs (``AlgorithmRecord.auto_candidate``: NCCL's tuner picks among ring, tree
-    and NVLS for collectives and runs the p2p ops point to point; inside one NVLink domain it runs
-    Ring or NVLS, measured on 2x H200, NCCL 2.28); ``channels`` fixes the CTA count of every
+    "any" (``algo`` may also be a list to choose among, ``registry.choices``): with ``algo=auto``,
+    the registered algorithms whose records make them candidates for ``op`` on these GPUs
+    (``AlgorithmRecord.auto_candidate``: NCCL's tuner picks among ring, tree, NVLS and NVLSTree for
+    collectives and runs the p2p ops point to point; inside one NVLink domain it runs Ring or NVLS,
+    measured on 2x H200, NCCL 2.28); ``channels`` fixes the CTA count of every
     candidate; ``build`` passes further ``build_algorithm`` arguments (root, launch) through.
 
     Each algorithm's protocols are tried by falling wire efficiency. A protocol changes a
@@ -161,7 +162,9 @@ def choose(fabric: Fabric, gpus: tuple[str, ...], op: str, nbytes: int, algo: st
     protocol of efficiency e moves e_built / e times the wire bytes of a built one over every
     channel: its estimate is at least that multiple of the built one's ``load_s`` (less one byte
     of rounding per transfer). ``skip``: a candidate whose bound exceeds the best estimate so far
-    is not built (it cannot win); at 1 GiB that leaves LL unbuilt."""
+    is not built (it cannot win); at 1 GiB that leaves LL unbuilt. Across more than two nodes the
+    candidates NCCL rates by one network bandwidth (``AlgorithmRecord.nccl_rating``: ring, tree)
+    are ranked as NCCL ranks them (``nccl_rated_extra_s``); the time returned is the estimate."""
     listed = choices(algo)  # None: one algorithm asked for
     algos = listed if listed is not None else [algo]
     protos = list(PROTOCOL_NAMES) if protocol == "auto" else [protocol]
