@@ -348,3 +348,23 @@ def test_plot_never_overwrites_a_log(tmp_path):
                                  str(ROOT / "topologies" / "teaching.yaml"), "--engine", "flow", "--plot", str(log)])
     assert result.exit_code == 2 and "fabricsim: --plot: " in result.stderr and "refusing to overwrite an input" in result.stderr
     assert log.read_text() == before
+
+
+def test_a_log_on_other_gpus_than_the_topology_says_so():
+    """The '#  Rank' lines name the GPU model: another architecture than the topology's is a note
+    that the comparison is of another system; the same architecture (A800 on A100 parts) a note that
+    the model is the same; the topology's own GPUs, or a model it cannot name, no note."""
+    from simulator.runner.nccl_tests_validation import gpu_note
+
+    (run,) = parse_text(MPI_RUN)  # NVIDIA A100-SXM4-80GB, first '#  Rank' line 4
+    line = run.rank_lines[0].line
+    assert gpu_note(run, {"a100": "ampere"}) is None
+    assert gpu_note(run, {"h100": "hopper"}) == (
+        f"the log's GPUs are A100 (line {line}, ampere), the topology's h100 (hopper): another architecture's "
+        "CTA rates, NVLink and NVLS; validate on a topology of the log's GPUs")
+    (a800,) = parse_text(MPI_RUN.replace("A100-SXM4-80GB", "A800-SXM4-80GB"))
+    assert gpu_note(a800, {"a100": "ampere"}) == (
+        f"the log's GPUs are A800 (line {line}), the topology's a100: the same architecture (ampere), whose "
+        "collective model is the same")
+    (unnamed,) = parse_text(MPI_RUN.replace("A100-SXM4-80GB", "Graphics Device"))
+    assert gpu_note(unnamed, {"h100": "hopper"}) is None

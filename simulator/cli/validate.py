@@ -156,13 +156,13 @@ def _print_logs(outcome) -> None:  # noqa: ANN001 - runner.validate.ValidateOutc
     """Per test of each log: measured vs predicted, its settings from the log, its summary; then
     the summary of every log."""
     from simulator.reports.fit import fit
-    from simulator.runner.nccl_tests_validation import row_counts, settings_for, summarize
+    from simulator.runner.nccl_tests_validation import row_counts, summarize
 
     request, results = outcome.request, outcome.results
     out = report_console()
     for run, rows in results:
         out.print(fit(_log_table(run, rows, outcome.system, request.in_place), out.width))
-        for note in settings_for(run, request.algo, request.protocol).notes:
+        for note in outcome.notes(run):
             out.print(f"  from the log: {note}", highlight=False)
         out.print(_summary_line(summarize(rows), "  this log"), highlight=False)
         out.print(f"  rows: {_counts_text(row_counts(run).as_dict())}", highlight=False)

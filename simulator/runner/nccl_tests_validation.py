@@ -14,6 +14,7 @@ rows the reader left out with a warning, are counted as skipped (:func:`row_coun
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
@@ -124,6 +125,42 @@ def nccl_algo_choice(value: str, op: str) -> tuple[str, str]:
     if len(known) == 1:
         return known[0], f"--algo {known[0]}{left}"
     return ",".join(known), f"the tuner chooses among {', '.join(known)}{left}"
+
+
+GPU_ARCHITECTURES = (("GB300", "blackwell"), ("GB200", "blackwell"), ("B300", "blackwell"), ("B200", "blackwell"),
+                     ("B100", "blackwell"), ("H200", "hopper"), ("H100", "hopper"), ("H800", "hopper"),
+                     ("H20", "hopper"), ("A100", "ampere"), ("A800", "ampere"))
+"""GPU model names as ``#  Rank`` lines print them (``NVIDIA H100 80GB HBM3``, ``NVIDIA GB200``) ->
+the architecture of fabricsim's GPU parts (``parts/devices.yaml``); longest names first."""
+
+
+def gpu_note(run: NcclTestsRun, architectures: Mapping[str, str]) -> str | None:
+    """A note when the log's GPUs (its ``#  Rank`` lines) are of another model than the topology's
+    (``architectures``: GPU part -> architecture): another architecture's CTA rates, NVLink and NVLS
+    are not the log's; the same architecture's are (H200 on an H100 topology). None when they match,
+    or the log does not name a known model (``NVIDIA Graphics Device``)."""
+    named = {}
+    for gpu in run.gpu_names:
+        words = gpu.upper().replace("-", " ").split()
+        model = next((m for m, _ in GPU_ARCHITECTURES if m in words), None)
+        if model:
+            named[gpu] = model
+    if not named or not architectures:
+        return None
+    models = sorted(set(named.values()))
+    arch_of = dict(GPU_ARCHITECTURES)
+    archs = {arch_of[m] for m in models}
+    parts = ", ".join(sorted(architectures))
+    theirs = sorted(set(architectures.values()))
+    line = run.rank_lines[0].line
+    if archs - set(theirs):
+        return (f"the log's GPUs are {', '.join(models)} (line {line}, {'/'.join(sorted(archs))}), the topology's "
+                f"{parts} ({'/'.join(theirs)}): another architecture's CTA rates, NVLink and NVLS; validate on a "
+                f"topology of the log's GPUs")
+    if any(m.lower() not in parts.lower() for m in models):
+        return (f"the log's GPUs are {', '.join(models)} (line {line}), the topology's {parts}: the same "
+                f"architecture ({'/'.join(theirs)}), whose collective model is the same")
+    return None
 
 
 def settings_for(run: NcclTestsRun, algo: str = "auto", protocol: str = "auto") -> RunSettings:

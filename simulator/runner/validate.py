@@ -12,7 +12,8 @@ from typing import Any, Callable
 
 from simulator.errors import InputError
 from simulator.runner.fabrics import load_fabric
-from simulator.runner.nccl_tests_validation import compare_run, row_counts, run_label, settings_for, summarize
+from simulator.runner.nccl_tests_validation import (compare_run, gpu_note, row_counts, run_label, settings_for,
+                                                    summarize)
 from simulator.runner.tables import rows_frame
 from simulator.runner.validation import DEFAULT_FILE, DEFAULT_THRESHOLD_PCT, load_published, predict
 from simulator.shipped import find
@@ -77,6 +78,14 @@ class ValidateOutcome:
     rows: list[dict] = field(default_factory=list)
     results: list[tuple[NcclTestsRun, list[dict]]] = field(default_factory=list)
     system: str | None = None
+    architectures: dict[str, str] = field(default_factory=dict)
+    """The logs' topology's GPU parts -> their architecture (``gpu_note`` compares the logs' GPUs)."""
+
+    def notes(self, run: NcclTestsRun) -> list[str]:
+        """What the comparison of ``run`` took from its log (settings) and noticed about its GPUs."""
+        notes = list(settings_for(run, self.request.algo, self.request.protocol).notes)
+        gpus = gpu_note(run, self.architectures)
+        return notes + [gpus] if gpus else notes
 
     @property
     def every(self) -> list[dict]:
@@ -106,7 +115,7 @@ class ValidateOutcome:
                           "hosts": list(run.hosts), "gpu": list(run.gpu_names),
                           "nccl_version": run.nccl_version, "columns_from": run.columns_from,
                           "env": {k: v for k, v, _ in run.nccl_env},
-                          "settings_from_log": list(settings_for(run, request.algo, request.protocol).notes),
+                          "settings_from_log": self.notes(run),
                           "row_counts": row_counts(run).as_dict(),
                           "warnings": [str(w) for w in run.warnings],
                           "summary": summarize(rows).as_dict(),
@@ -171,5 +180,6 @@ def run_validate(planned: ValidatePlan | ValidateRequest,
                            in_place=request.in_place, threshold_pct=request.threshold_pct,
                            placement=request.placement, on_row=heard)
         results.append((run, rows))
+    architectures = {part: spec.architecture for part, spec in planned.fabric.gpu_specs.items()}
     return ValidateOutcome(request=request, rows=[r for _, rows in results for r in rows], results=results,
-                           system=planned.fabric.name)
+                           system=planned.fabric.name, architectures=architectures)
