@@ -461,3 +461,15 @@ def test_pxn_is_off_unless_asked_and_relays_inside_the_host(hopper, x8):
     a = racks[0]  # rack 0, tray 0: GPUs 0-3, NICs on rails 0-3
     assert pxn_relay(x8, racks, a, racks[72 + 2]) == racks[2]  # rail 2: the tray's GPU 2
     assert pxn_relay(x8, racks, a, racks[72 + 10]) is None  # rail 10: no GPU of the tray is on it
+
+
+def test_an_algo_list_chooses_as_auto_does_and_runs_by_name_what_auto_would_not():
+    """A list lets the tuner choose among its algorithms by auto's rules (inside one node Ring, not
+    Tree, as NCCL's own choice there: measured 2x H200); a list of which auto would try none here runs
+    them by name, as NCCL_ALGO=Tree,NVLSTree runs Tree inside one node."""
+    fabric = build_fabric(TOPOLOGIES / "hgx_h100.yaml")
+    gpus = tuple(fabric.gpus)
+    assert build_collective(fabric, gpus, "all_reduce", 1 << 20, "ring,tree").meta["algo"] == "ring"
+    assert build_collective(fabric, gpus, "all_reduce", 1 << 20, "tree,nvls_tree").meta["algo"] == "tree"
+    assert build_collective(fabric, gpus, "all_reduce", 1 << 30, "^nvls").meta["algo"] == "ring"
+    assert build_collective(fabric, gpus, "all_reduce", 1 << 30).meta["algo"] == "nvls"

@@ -167,6 +167,10 @@ def choose(fabric: Fabric, gpus: tuple[str, ...], op: str, nbytes: int, algo: st
     are ranked as NCCL ranks them (``nccl_rated_extra_s``); the time returned is the estimate."""
     listed = choices(algo)  # None: one algorithm asked for
     algos = listed if listed is not None else [algo]
+    # a list (not auto) none of whose algorithms auto would try here runs them by name, as NCCL_ALGO=Tree
+    # does inside one node
+    by_auto = listed is not None and (algo == "auto" or any(
+        ALGORITHMS[a].auto_candidate(fabric, gpus, op) for a in listed))
     protos = list(PROTOCOL_NAMES) if protocol == "auto" else [protocol]
     sample = sample_node(fabric, gpus)
     gpu = GpuSide.of(fabric, gpus)
@@ -183,7 +187,7 @@ def choose(fabric: Fabric, gpus: tuple[str, ...], op: str, nbytes: int, algo: st
             if reason:
                 reasons.append(reason)
                 continue
-            if listed is not None and not record.auto_candidate(fabric, gpus, op):
+            if by_auto and not record.auto_candidate(fabric, gpus, op):
                 continue
             efficiency = table.protocol(p).efficiency
             if skip and built and best and built[2].least_bytes and built[0] == (
