@@ -473,3 +473,58 @@ def test_an_algo_list_chooses_as_auto_does_and_runs_by_name_what_auto_would_not(
     assert build_collective(fabric, gpus, "all_reduce", 1 << 20, "tree,nvls_tree").meta["algo"] == "tree"
     assert build_collective(fabric, gpus, "all_reduce", 1 << 30, "^nvls").meta["algo"] == "ring"
     assert build_collective(fabric, gpus, "all_reduce", 1 << 30).meta["algo"] == "nvls"
+
+
+# ---- CollNetChain: each node's chain, reduced across nodes in the switch (SHARP) ---------------------
+
+@pytest.mark.parametrize("nodes", [2, 4])
+def test_collnet_chain_sends_s_over_the_nics_per_node_whatever_the_node_count(hopper, nodes):
+    """The chain's head sends its node's S / C of each channel to its NIC's leaf (SHARP reduces
+    there) and gets S / C back: 24 channels over 8 heads put S/8 on every NIC each way, on 2 nodes
+    as on 4 (a ring's 2(n-1)/n x S/8 grows towards 2S/8); head j's leaf is rail j's."""
+    gpus = per_node(hopper, nodes, 8)
+    S = 1 << 30
+    w = build_collective(hopper, gpus, "all_reduce", S, "collnet_chain", "Simple", channels=24)
+    up: dict[str, int] = {}
+    down: dict[str, int] = {}
+    for t in w.transfers:
+        if hopper.nodes[t.dst].kind == "switch" and hopper.nodes[t.dst].group == "network":
+            assert t.dst == f"leaf{gpus.index(t.src) % 8}"
+            up[t.src] = up.get(t.src, 0) + t.bytes
+        if hopper.nodes[t.src].kind == "switch" and hopper.nodes[t.src].group == "network":
+            down[t.dst] = down.get(t.dst, 0) + t.bytes
+    assert set(up) == set(down) == set(gpus)
+    assert all(v == pytest.approx(S / 8, abs=24) for v in [*up.values(), *down.values()])
+
+
+def test_collnet_chain_latency_is_nccl_tune_model(hopper):
+    """NCCL's CollNetChain latency (tuning.cc): baseLat + 2 (nRanks/nNodes - 1) intraLat + interLat,
+    the switch's round trip counted once; each step here also pays its flag handoff and route."""
+    table = load_protocols()
+    gpus = per_node(hopper, 2, 8)
+    w = build_collective(hopper, gpus, "all_reduce", 1 << 20, "collnet_chain", "Simple", channels=1)
+    flag = GpuSide.of(hopper, gpus).flag_s
+    a, b = gpus[0], gpus[1]
+    intra = table.hop_s("collnet_chain", "Simple", "nvlink") + flag + route_lat_s(hopper, a, b)
+    inter = table.hop_s("collnet_chain", "Simple", "network") + flag + route_lat_s(hopper, a, "leaf0")
+    path = table.base_s("collnet_chain", "Simple") + 2 * 7 * intra + inter
+    assert table.hop_s("collnet_chain", "Simple", "network") == pytest.approx(30e-6)
+    for t in w.transfers:
+        assert t.delay_s + route_lat_s(hopper, t.src, t.dst) == pytest.approx(path, rel=1e-9), t.tag
+
+
+def test_collnet_chain_needs_sharp_switches_and_runs_by_name_only(hopper, tmp_path):
+    from simulator.errors import InputError
+
+    record = ALGORITHMS["collnet_chain"]
+    assert record.applicable(hopper, per_node(hopper, 2, 8)) is None
+    assert "one node" in record.applicable(hopper, per_node(hopper, 1, 8))
+    assert not record.auto_candidate(hopper, per_node(hopper, 2, 8), "all_reduce")
+    text = (TOPOLOGIES / "hopper_ib_rack.yaml").read_text().replace("ib_switch_ndr", "eth_switch_400g").replace(
+        "part: cx7", "part: cx7_roce").replace("generation: ib_ndr", "generation: roce_400g")
+    (tmp_path / "hgx_h100.yaml").write_text((TOPOLOGIES / "hgx_h100.yaml").read_text())
+    (tmp_path / "roce.yaml").write_text(text)
+    roce = build_fabric(tmp_path / "roce.yaml")
+    assert "no in-network reduction" in record.applicable(roce, per_node(roce, 2, 8))
+    with pytest.raises(InputError):
+        build_collective(roce, per_node(roce, 2, 8), "all_reduce", 1 << 20, "collnet_chain", "Simple")

@@ -8,9 +8,11 @@ from simulator.metrics.collective_stats import busbw_GBps, row
 from simulator.topology.synthetic import star
 from simulator.workloads.collectives import ALGORITHMS, build_collective, busbw_factor
 
-OPS_BY_ALGO = [(a, op) for a, alg in ALGORITHMS.items() if not alg.auto_multi_node_only and a != "hierarchical"
-               for op in sorted(alg.ops)]
-"""Every algorithm that runs on one star of GPUs (tree, nvls_tree and hierarchical join nodes)."""
+_STAR = star(4, reduction=True)
+OPS_BY_ALGO = [(a, op) for a, alg in ALGORITHMS.items() if not alg.auto_multi_node_only
+               and alg.applicable(_STAR, tuple(_STAR.gpus)) is None for op in sorted(alg.ops)]
+"""Every algorithm that runs on one star of GPUs (tree, nvls_tree, collnet_chain and hierarchical
+join nodes)."""
 
 
 def test_busbw_factors_are_nccl_tests():

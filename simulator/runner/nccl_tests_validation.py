@@ -71,12 +71,6 @@ class RunSettings:
     """One line per NCCL_* setting read from the log (or ignored, and why)."""
 
 
-UNMODELLED_SETTINGS = {
-    "NCCL_COLLNET_ENABLE": "fabricsim does not model CollNet/SHARP",
-}
-"""Settings a user is likely to set that change NCCL's choice but that the simulation does not read:
-each is named in the notes so that the comparison says what it left out."""
-
 NVLS_RECORDS = tuple(r.name for r in ALGORITHMS.values() if r.nccl_algo.lower().startswith("nvls"))
 """The algorithms NCCL_NVLS_ENABLE=0 turns off (NCCL's NVLS and NVLSTree, src/transport/nvls.cc
 ``ncclNvlsInit``: no NVLS support, so neither runs)."""
@@ -223,10 +217,16 @@ def settings_for(run: NcclTestsRun, algo: str = "auto", protocol: str = "auto") 
         else:
             notes.append(f"NCCL_MNNVL_ENABLE={value} ({where}): each NVLink domain is one NCCL node, as in "
                          "fabricsim (an NVL72 rack's trays joined over NVLink)")
-    for var, why in UNMODELLED_SETTINGS.items():
-        found = run.setting(var)
-        if found is not None:
-            notes.append(f"{var}={found[0]} ({_where(found[1])}): not applied; {why}")
+    found = run.setting("NCCL_COLLNET_ENABLE")
+    if found is not None:
+        value, where = found[0], _where(found[1])
+        if value.strip() == "0":
+            notes.append(f"NCCL_COLLNET_ENABLE={value} ({where}): CollNet off, as fabricsim's tuner, which never "
+                         "chooses it")
+        else:
+            notes.append(f"NCCL_COLLNET_ENABLE={value} ({where}): CollNet on: fabricsim runs CollNetChain where "
+                         "NCCL_ALGO (or --algo collnet_chain) names it; its tuner does not choose CollNet, and "
+                         "CollNetDirect and NVLS with SHARP are not modelled")
     return RunSettings(algo=algo, protocol=protocol, channels=channels, notes=tuple(notes))
 
 

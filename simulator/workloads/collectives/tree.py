@@ -63,13 +63,16 @@ def chain_levels(spec: CollectiveSpec) -> tuple[int, int]:
     return max(len(n) for n in nodes) - 1, max(1, int(math.floor(math.log2(len(nodes)))))
 
 
-def path_delay_s(spec: CollectiveSpec, parent: dict[str, str], base: float) -> dict[tuple[str, str], float]:
+def path_delay_s(spec: CollectiveSpec, parent: dict[str, str], base: float,
+                 levels: float | None = None) -> dict[tuple[str, str], float]:
     """Delay of each edge (src, dst, both ways) of a multi-node tree: the base latency plus the
     up-and-down path through the deepest chain and the heads' tree (module docstring), each step
     at its own kind's protocol hop and route latency (the mean over the tree's edges of that kind:
-    inside a node, between nodes), less the edge's own route latency, which the engines charge."""
-    chain, levels = chain_levels(spec)
-    groups = {g: spec.fabric.nodes[g].group for g in spec.gpus}
+    inside a node, between nodes), less the edge's own route latency, which the engines charge.
+    ``levels``: the network steps of the path one way (default the heads' tree's, ``chain_levels``)."""
+    chain, tree_levels = chain_levels(spec)
+    levels = tree_levels if levels is None else levels
+    groups = {g: spec.fabric.nodes[g].group for g in {*parent, *parent.values()}}
     inner = [(c, p) for c, p in parent.items() if groups[c] == groups[p]]
     outer = [(c, p) for c, p in parent.items() if groups[c] != groups[p]]
 
@@ -88,20 +91,28 @@ def path_delay_s(spec: CollectiveSpec, parent: dict[str, str], base: float) -> d
 def build(spec: CollectiveSpec, dag: DagBuilder) -> None:
     """The first half of the channels runs tree A, the second half tree B over the same chains
     (``tree_of``), each channel carrying S / channels; a single channel runs tree A alone."""
+    C = spec.channels
+    per_channel_trees = [channel_trees(spec, tree_of(c, C)[1]) for c in range(C)]
+    multi_node = tree_parents(spec.fabric, spec.gpus, 0) is not None
+    run_trees(spec, dag, [(tree_of(c, C)[0], *per_channel_trees[c]) for c in range(C)], multi_node)
+
+
+def run_trees(spec: CollectiveSpec, dag: DagBuilder, channels: list[tuple[int, list[dict[str, str]], int]],
+              multi_node: bool, levels: float | None = None, name: str = "tree") -> None:
+    """Channel c's transfers up (reduce) and down (broadcast) its tree: ``channels[c]`` is (the tree
+    it runs, the trees as child -> parent maps, their depth); each channel carries S / channels.
+    ``multi_node``: delays by ``path_delay_s`` (``levels`` network steps one way), else the tree's
+    own depth at each edge's kind."""
     C, fabric = spec.channels, spec.fabric
     base = spec.base_s()
     per_channel = spec.nbytes / C
-    per_channel_trees = [channel_trees(spec, tree_of(c, C)[1]) for c in range(C)]
-    multi_node = tree_parents(fabric, spec.gpus, 0) is not None
     wire = spec.wire(per_channel)
     edge: dict[tuple, tuple] = {}  # (src, dst, down, depth, delay) -> (delay, rate, dealt paths)
-    for c in range(C):
-        t = tree_of(c, C)[0]
-        both, depth = per_channel_trees[c]
+    for c, (t, both, depth) in enumerate(channels):
         parent = both[t]
         if spec.granularity == "steady":
-            ways = ((False, f"tree{t}.ch{c}.up"), (True, f"tree{t}.ch{c}.down"))
-            multi = multi_node and path_delay_s(spec, parent, base)
+            ways = ((False, f"{name}{t}.ch{c}.up"), (True, f"{name}{t}.ch{c}.down"))
+            multi = multi_node and path_delay_s(spec, parent, base, levels)
             for child, par in parent.items():
                 if not spec.builds(child, par):  # the same pair both ways
                     continue
@@ -115,7 +126,7 @@ def build(spec: CollectiveSpec, dag: DagBuilder) -> None:
                         facts = edge[key] = (delay, tree_Bps(spec, src, dst, down), dealt_paths(fabric, src, dst, C))
                     dag.add(src, dst, wire, (), facts[0], facts[2][c], tag, facts[1])
         else:
-            _chunked(dag, spec, parent, per_channel, c, base, f"tree{t}.ch{c}")
+            _chunked(dag, spec, parent, per_channel, c, base, f"{name}{t}.ch{c}")
 
 
 def tree_Bps(spec: CollectiveSpec, src: str, dst: str, down: bool) -> float:
