@@ -57,6 +57,10 @@ EXPECTED = {
     "gb200_nvl72_x8_ib": (576, 8 * 18 + 34, 8 * (1296 + 72 + 72) + 576 + 576,
                           8 * (1296 * 4 + 72 * 180 + 72 * 32) + 1152 * 8,
                           {"nvlink": 18 * NVLINK5, "c2c": C2C, "network": NDR}, 288 * NDR),
+    # the same racks and layout on RoCE: Ethernet NICs, links and switches, the same lane counts
+    "gb200_nvl72_x8_roce": (576, 8 * 18 + 34, 8 * (1296 + 72 + 72) + 576 + 576,
+                            8 * (1296 * 4 + 72 * 180 + 72 * 32) + 1152 * 8,
+                            {"nvlink": 18 * NVLINK5, "c2c": C2C, "network": NDR}, 288 * NDR),
     "gb200_nvl72_x8_ib_2to1": (576, 8 * 18 + 26, 8 * (1296 + 72 + 72) + 576 + 288,
                                8 * (1296 * 4 + 72 * 180 + 72 * 32) + 864 * 8,
                                {"nvlink": 18 * NVLINK5, "c2c": C2C, "network": NDR}, 288 * NDR),
