@@ -27,7 +27,6 @@ CASES = [
     ("gb200_nvl72.yaml", "all_reduce", 8, 16 * MIB),
     ("gb200_nvl72_optical.yaml", "p2p", 2, 64 * MIB),
     ("hopper_ib_rack.yaml", "all_gather", 16, 8 * MIB),
-    ("hopper_ib_rack.yaml", "all_reduce", 16, 16 * MIB),  # NVLSTree across two servers
     ("teaching.yaml", "sendrecv", 2, 4 * MIB),
 ]
 

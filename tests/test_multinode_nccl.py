@@ -528,3 +528,15 @@ def test_collnet_chain_needs_sharp_switches_and_runs_by_name_only(hopper, tmp_pa
     assert "no in-network reduction" in record.applicable(roce, per_node(roce, 2, 8))
     with pytest.raises(InputError):
         build_collective(roce, per_node(roce, 2, 8), "all_reduce", 1 << 20, "collnet_chain", "Simple")
+
+
+@pytest.mark.parametrize("algo", ["nvls_tree", "collnet_chain"])
+def test_packet_and_flow_engines_agree_on_nccls_multi_node_algorithms(hopper, algo):
+    """The same DAG on both engines (4 MiB over two HGX servers, the packet engine at the packet size
+    ``bench`` picks): within 5%."""
+    from simulator.runner.sweeps import SweepSpec, sweep
+
+    rows = {e: sweep(hopper, SweepSpec(op="all_reduce", gpus=16, sizes=(4 << 20,), engine=e, algo=algo,
+                                       protocol="Simple"))[0] for e in ("flow", "packet")}
+    assert rows["packet"]["engine"] == "packet" and rows["flow"]["algo"] == rows["packet"]["algo"] == algo
+    assert rows["packet"]["time_us"] == pytest.approx(rows["flow"]["time_us"], rel=0.05)

@@ -28,8 +28,8 @@ def test_shipped_sweeps_expand_to_the_product_of_their_axes():
     assert credit.points[1].axes == {"buffer": "2K", "cable_m": 5}  # last axis fastest
     assert credit.points[1].payload["spec"]["buffer"] == 2048
     rack = load_sweep(ROOT / "scenarios" / "sweep_rack_scale.yaml")
-    assert rack.kind == "bench" and len(rack.points) == 3 * 2 * 2
-    assert len({p.digest for p in rack.points}) == 12
+    assert rack.kind == "bench" and len(rack.points) == 3 * 3 * 2
+    assert len({p.digest for p in rack.points}) == 18
 
 
 def test_digest_changes_with_the_inputs_not_with_the_file_name(tmp_path):

@@ -88,12 +88,13 @@ def build(spec: CollectiveSpec, dag: DagBuilder) -> None:
     net_hop = spec.hop_s(nodes[0][0], nodes[1][0])
     for i, node in enumerate(nodes):
         head = set(node[:h])
-        # a head whose node has a parent in a tree that some channel runs stages at the slower split
-        up = any(parents[t][i] >= 0 and shares[t] for t in (0, 1))
-        stage(dag, spec, node, h, base, True, True, pace=lambda g, head=head, up=up: slow if up and g in head else 1.0)
         by_gpu = gpu_planes(fabric, node)
         some_switch = next(iter(by_gpu[node[0]]))
         delay = base + spec.hop_s(node[0], some_switch) + 2 * levels * net_hop  # NCCL's NVLSTree latency
+        # a head whose node has a parent in a tree that some channel runs stages at the slower split;
+        # its last copy out waits for the sum that went up and down the trees: the same latency
+        up = any(parents[t][i] >= 0 and shares[t] for t in (0, 1))
+        stage(dag, spec, node, h, delay, True, True, pace=lambda g, head=head, up=up: slow if up and g in head else 1.0)
         switch_transfers(dag, spec, by_gpu, lambda g, head=head: switch_shares(g in head, h, True, True), eff,
                          lambda g, sw, delay=delay: delay, f"nvls_tree.n{i}")
         for t in (0, 1):
