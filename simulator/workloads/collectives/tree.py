@@ -63,29 +63,27 @@ def chain_levels(spec: CollectiveSpec) -> tuple[int, int]:
     return max(len(n) for n in nodes) - 1, max(1, int(math.floor(math.log2(len(nodes)))))
 
 
-def path_delay_s(spec: CollectiveSpec, parent: dict[str, str], base: float,
-                 levels: float | None = None) -> dict[tuple[str, str], float]:
-    """Delay of each edge (src, dst, both ways) of a multi-node tree: the base latency plus the
-    up-and-down path through the deepest chain and the heads' tree (module docstring), each step
-    at its own kind's protocol hop and route latency (the mean over the tree's edges of that kind:
-    inside a node, between nodes), less the edge's own route latency, which the engines charge.
-    ``levels``: the network steps of the path one way (default the heads' tree's, ``chain_levels``)."""
+def path_delay_s(spec: CollectiveSpec, parent: dict[str, str], base: float, levels: float | None = None) -> float:
+    """The delay of a multi-node tree's edges before their own route latency, which the engines
+    charge (an edge (src, dst) waits this less ``route_lat_s(src, dst)``): the base latency plus the
+    up-and-down path through the deepest chain and the heads' tree (module docstring), each step at
+    its own kind's protocol hop and route latency (the mean over the tree's edges of that kind:
+    inside a node, between nodes). ``levels``: the network steps of the path one way (default the
+    heads' tree's, ``chain_levels``)."""
     chain, tree_levels = chain_levels(spec)
     levels = tree_levels if levels is None else levels
-    groups = {g: spec.fabric.nodes[g].group for g in {*parent, *parent.values()}}
-    inner = [(c, p) for c, p in parent.items() if groups[c] == groups[p]]
-    outer = [(c, p) for c, p in parent.items() if groups[c] != groups[p]]
+    fabric, nodes = spec.fabric, spec.fabric.nodes
+    sums = {True: [0, 0.0, 0.0], False: [0, 0.0, 0.0]}  # inside a node?: [edges, hop, route latency]
+    for c, p in parent.items():
+        kind = sums[nodes[c].group == nodes[p].group]
+        kind[0] += 1
+        kind[1] += spec.hop_s(c, p)
+        kind[2] += route_lat_s(fabric, c, p)
 
-    def mean(edges, f):
-        return sum(f(a, b) for a, b in edges) / len(edges) if edges else 0.0
+    def mean_step(kind: list) -> float:
+        return kind[1] / kind[0] + kind[2] / kind[0] if kind[0] else 0.0
 
-    path = 2 * (chain * (mean(inner, spec.hop_s) + mean(inner, lambda a, b: route_lat_s(spec.fabric, a, b)))
-                + levels * (mean(outer, spec.hop_s) + mean(outer, lambda a, b: route_lat_s(spec.fabric, a, b))))
-    out = {}
-    for child, par in parent.items():
-        for src, dst in ((child, par), (par, child)):
-            out[(src, dst)] = base + path - route_lat_s(spec.fabric, src, dst)
-    return out
+    return base + 2 * (chain * mean_step(sums[True]) + levels * mean_step(sums[False]))
 
 
 def build(spec: CollectiveSpec, dag: DagBuilder) -> None:
@@ -112,16 +110,16 @@ def run_trees(spec: CollectiveSpec, dag: DagBuilder, channels: list[tuple[int, l
         parent = both[t]
         if spec.granularity == "steady":
             ways = ((False, f"{name}{t}.ch{c}.up"), (True, f"{name}{t}.ch{c}.down"))
-            multi = multi_node and path_delay_s(spec, parent, base, levels)
+            start = path_delay_s(spec, parent, base, levels) if multi_node else 0.0
             for child, par in parent.items():
                 if not spec.builds(child, par):  # the same pair both ways
                     continue
                 for down, tag in ways:
                     src, dst = (par, child) if down else (child, par)
-                    key = (src, dst, down, depth, multi[(src, dst)] if multi else 0.0)
+                    key = (src, dst, down, depth, start)
                     facts = edge.get(key)
                     if facts is None:
-                        delay = multi[(src, dst)] if multi else (
+                        delay = start - route_lat_s(fabric, src, dst) if multi_node else (
                             base + 2 * depth * spec.hop_s(src, dst) + (2 * depth - 1) * route_lat_s(fabric, src, dst))
                         facts = edge[key] = (delay, tree_Bps(spec, src, dst, down), dealt_paths(fabric, src, dst, C))
                     dag.add(src, dst, wire, (), facts[0], facts[2][c], tag, facts[1])
