@@ -70,11 +70,12 @@ def chains(fabric, gpus: tuple[str, ...], channel: int) -> dict[str, str] | None
 
 
 def applicable(fabric, gpus) -> str | None:
-    """None if CollNetChain can run: nodes joined by the network whose heads reach a switch with
-    in-network reduction (SHARP); else why."""
-    if rail_nodes(fabric, gpus) is None:
+    """None if CollNetChain can run: nodes joined by the network whose heads (every channel's) reach
+    a switch with in-network reduction (SHARP); else why."""
+    nodes = rail_nodes(fabric, gpus)
+    if nodes is None:
         return "CollNetChain reduces across nodes in the network; these GPUs are in one node"
-    if chains(fabric, gpus, 0) is None:
+    if any(chains(fabric, gpus, c) is None for c in range(max(distinct(len(n)) for n in nodes))):
         return ("the first network switch of the GPUs' NICs has no in-network reduction (SHARP): "
                 "CollNet needs one (use ring or tree)")
     return None
