@@ -118,6 +118,9 @@ def test_nccl_algo_lists_and_exclusions_leave_the_tuner_a_choice():
     assert algo("PAT") == ("auto", "names no fabricsim algorithm; pat not modelled, left out; the tuner chooses")
     assert algo("allgather:ring") == ("ring", "--algo ring")  # MPI_RUN is all_gather
     assert algo("allreduce:tree") == ("auto", "names other functions only; the tuner chooses")
+    from simulator.runner.nccl_tests_validation import nccl_algo_choice
+    assert nccl_algo_choice(";", "all_reduce") == ("auto", "names no algorithm; the tuner chooses")
+    assert nccl_algo_choice("allreduce:ring,tree;allgather:ring", "all_reduce")[0] == "ring,tree"
 
 
 def test_older_columns_without_redop_root_and_with_error_column():

@@ -104,6 +104,8 @@ def nccl_algo_choice(value: str, op: str) -> tuple[str, str]:
     """The fabricsim ``algo`` an NCCL_ALGO value asks for on ``op`` (one algorithm, a list to choose
     among, or ``^`` ones to leave out: ``registry.choices``; ``auto``: the tuner chooses freely) and
     what became of the names fabricsim does not model."""
+    if not value.strip(" ;:,^"):
+        return "auto", "names no algorithm; the tuner chooses"
     part = _for_op(value, op)
     if part is None:
         return "auto", "names other functions only; the tuner chooses"
