@@ -81,6 +81,20 @@ NCCL_FUNCS = {"all_reduce": "allreduce", "all_gather": "allgather", "reduce_scat
 ``ncclFuncStr``, lower case; ``allreduce:tree;broadcast:ring``)."""
 
 
+SWITCH_NOTES = {
+    "NCCL_MNNVL_ENABLE": ("not applied; fabricsim's nodes are the topology's NVLink domains (an NVL72 rack is one "
+                          "node, its trays joined over NVLink), where MNNVL off makes every tray a node joined over "
+                          "the network",
+                          "each NVLink domain is one NCCL node, as in fabricsim (an NVL72 rack's trays joined over "
+                          "NVLink)"),
+    "NCCL_COLLNET_ENABLE": ("CollNet off, as fabricsim's tuner, which never chooses it",
+                            "CollNet on: fabricsim runs CollNetChain where NCCL_ALGO (or --algo collnet_chain) names "
+                            "it; its tuner does not choose CollNet, and CollNetDirect and NVLS with SHARP are not "
+                            "modelled"),
+}
+"""Settings that switch an NCCL mechanism off (0) or on: what the comparison makes of each value."""
+
+
 def _where(line: int | None) -> str:
     return f"line {line}" if line is not None else "--env"
 
@@ -209,26 +223,10 @@ def settings_for(run: NcclTestsRun, algo: str = "auto", protocol: str = "auto") 
             algo = ",".join(kept) if algo != "auto" else "^" + ",".join(NVLS_RECORDS)
             notes.append(f"NCCL_NVLS_ENABLE={value} ({where}): {' and '.join(NVLS_RECORDS)} left out of the "
                          "tuner's choice")
-    found = run.setting("NCCL_MNNVL_ENABLE")
-    if found is not None:
-        value, where = found[0], _where(found[1])
-        if value.strip() == "0":
-            notes.append(f"NCCL_MNNVL_ENABLE={value} ({where}): not applied; fabricsim's nodes are the "
-                         "topology's NVLink domains (an NVL72 rack is one node, its trays joined over NVLink), "
-                         "where MNNVL off makes every tray a node joined over the network")
-        else:
-            notes.append(f"NCCL_MNNVL_ENABLE={value} ({where}): each NVLink domain is one NCCL node, as in "
-                         "fabricsim (an NVL72 rack's trays joined over NVLink)")
-    found = run.setting("NCCL_COLLNET_ENABLE")
-    if found is not None:
-        value, where = found[0], _where(found[1])
-        if value.strip() == "0":
-            notes.append(f"NCCL_COLLNET_ENABLE={value} ({where}): CollNet off, as fabricsim's tuner, which never "
-                         "chooses it")
-        else:
-            notes.append(f"NCCL_COLLNET_ENABLE={value} ({where}): CollNet on: fabricsim runs CollNetChain where "
-                         "NCCL_ALGO (or --algo collnet_chain) names it; its tuner does not choose CollNet, and "
-                         "CollNetDirect and NVLS with SHARP are not modelled")
+    for var, (off, on) in SWITCH_NOTES.items():
+        found = run.setting(var)
+        if found is not None:
+            notes.append(f"{var}={found[0]} ({_where(found[1])}): {off if found[0].strip() == '0' else on}")
     return RunSettings(algo=algo, protocol=protocol, channels=channels, notes=tuple(notes))
 
 
