@@ -371,3 +371,11 @@ def test_a_log_on_other_gpus_than_the_topology_says_so():
         "collective model is the same")
     (unnamed,) = parse_text(MPI_RUN.replace("A100-SXM4-80GB", "Graphics Device"))
     assert gpu_note(unnamed, {"h100": "hopper"}) is None
+
+
+def test_an_off_setting_read_off_a_sentence_is_off():
+    """'NCCL_NVLS_ENABLE=0,' in a command written in prose is 0: NVLS and NVLSTree left out."""
+    text = MPI_RUN.replace("NCCL_ALGO=Ring", "NCCL_NVLS_ENABLE=0,")
+    settings = settings_for(parse_text(text)[0])
+    assert settings.algo == "^nvls,nvls_tree"
+    assert any("left out of the tuner's choice" in note for note in settings.notes)

@@ -95,6 +95,11 @@ SWITCH_NOTES = {
 """Settings that switch an NCCL mechanism off (0) or on: what the comparison makes of each value."""
 
 
+def _off(value: str) -> bool:
+    """An NCCL on/off setting's value says off: 0, as a command line or a sentence may end it (``0,``)."""
+    return value.strip().rstrip(",.;") == "0"
+
+
 def _where(line: int | None) -> str:
     return f"line {line}" if line is not None else "--env"
 
@@ -209,7 +214,7 @@ def settings_for(run: NcclTestsRun, algo: str = "auto", protocol: str = "auto") 
     if found is not None:
         value, where = found[0], _where(found[1])
         listed = choices(algo)
-        if value.strip() != "0":
+        if not _off(value):
             notes.append(f"NCCL_NVLS_ENABLE={value} ({where}): NVLS where the GPUs support it, as fabricsim's default")
         elif listed is None:
             if algo in NVLS_RECORDS:
@@ -226,7 +231,7 @@ def settings_for(run: NcclTestsRun, algo: str = "auto", protocol: str = "auto") 
     for var, (off, on) in SWITCH_NOTES.items():
         found = run.setting(var)
         if found is not None:
-            notes.append(f"{var}={found[0]} ({_where(found[1])}): {off if found[0].strip() == '0' else on}")
+            notes.append(f"{var}={found[0]} ({_where(found[1])}): {off if _off(found[0]) else on}")
     return RunSettings(algo=algo, protocol=protocol, channels=channels, notes=tuple(notes))
 
 
