@@ -146,7 +146,7 @@ GPU_ARCHITECTURES = (("GB300", "blackwell"), ("GB200", "blackwell"), ("B300", "b
                      ("B100", "blackwell"), ("H200", "hopper"), ("H100", "hopper"), ("H800", "hopper"),
                      ("H20", "hopper"), ("A100", "ampere"), ("A800", "ampere"))
 """GPU model names as ``#  Rank`` lines print them (``NVIDIA H100 80GB HBM3``, ``NVIDIA GB200``) ->
-the architecture of fabricsim's GPU parts (``parts/devices.yaml``); longest names first."""
+the architecture of fabricsim's GPU parts (``parts/devices.yaml``), matched as whole words."""
 
 
 def gpu_note(run: NcclTestsRun, architectures: Mapping[str, str]) -> str | None:
@@ -154,16 +154,10 @@ def gpu_note(run: NcclTestsRun, architectures: Mapping[str, str]) -> str | None:
     (``architectures``: GPU part -> architecture): another architecture's CTA rates, NVLink and NVLS
     are not the log's; the same architecture's are (H200 on an H100 topology). None when they match,
     or the log does not name a known model (``NVIDIA Graphics Device``)."""
-    named = {}
-    for gpu in run.gpu_names:
-        words = gpu.upper().replace("-", " ").split()
-        model = next((m for m, _ in GPU_ARCHITECTURES if m in words), None)
-        if model:
-            named[gpu] = model
-    if not named or not architectures:
-        return None
-    models = sorted(set(named.values()))
     arch_of = dict(GPU_ARCHITECTURES)
+    models = sorted({m for gpu in run.gpu_names for m in gpu.upper().replace("-", " ").split() if m in arch_of})
+    if not models or not architectures:
+        return None
     archs = {arch_of[m] for m in models}
     parts = ", ".join(sorted(architectures))
     theirs = sorted(set(architectures.values()))
@@ -221,10 +215,9 @@ def settings_for(run: NcclTestsRun, algo: str = "auto", protocol: str = "auto") 
                 notes.append(f"NCCL_NVLS_ENABLE={value} ({where}): not applied; the algorithm is {algo}, as asked")
             else:
                 notes.append(f"NCCL_NVLS_ENABLE={value} ({where}): no matter here, the algorithm is {algo}")
-        elif not [a for a in listed if a not in NVLS_RECORDS]:
+        elif not (kept := [a for a in listed if a not in NVLS_RECORDS]):
             notes.append(f"NCCL_NVLS_ENABLE={value} ({where}): not applied; every algorithm of {algo} is NVLS")
         else:
-            kept = [a for a in listed if a not in NVLS_RECORDS]
             algo = ",".join(kept) if algo != "auto" else "^" + ",".join(NVLS_RECORDS)
             notes.append(f"NCCL_NVLS_ENABLE={value} ({where}): {' and '.join(NVLS_RECORDS)} left out of the "
                          "tuner's choice")

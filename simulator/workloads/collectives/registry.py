@@ -118,9 +118,13 @@ def algorithm_help(details: bool = False) -> str:
             "among the others")
 
 
-def _listed(algo: str) -> list[str]:
-    """The names of a choice list (``ring,tree`` or ``^nvls``), stripped, empty items left out."""
-    return [a.strip() for a in algo.strip().lstrip("^").split(",") if a.strip()]
+def _listed(algo: str) -> tuple[bool, list[str]] | None:
+    """A choice list (``ring,tree`` or ``^nvls``) as (leave out?, its names stripped, empty items
+    left out); None for ``algo`` that is no list."""
+    excluding = algo.strip().startswith("^")
+    if "," not in algo and not excluding:
+        return None
+    return excluding, [a.strip() for a in algo.strip().lstrip("^").split(",") if a.strip()]
 
 
 def choices(algo: str) -> list[str] | None:
@@ -130,12 +134,11 @@ def choices(algo: str) -> list[str] | None:
     (no choice: that algorithm runs)."""
     if algo == "auto":
         return list(ALGORITHMS)
-    if "," not in algo and not algo.strip().startswith("^"):
+    listed = _listed(algo)
+    if listed is None:
         return None
-    names = _listed(algo)
-    if algo.strip().startswith("^"):
-        return [a for a in ALGORITHMS if a not in names]
-    return [a for a in ALGORITHMS if a in names]
+    excluding, names = listed
+    return [a for a in ALGORITHMS if (a in names) != excluding]
 
 
 def check_algo(algo: str) -> str:
@@ -144,16 +147,17 @@ def check_algo(algo: str) -> str:
     suggestion."""
     if algo == "auto" or algo in ALGORITHMS:
         return algo
-    if "," in algo or algo.strip().startswith("^"):
-        names = _listed(algo)
-        for name in names:
-            if name not in ALGORITHMS:
-                raise unknown_choice("algo", name, ["auto", *ALGORITHMS], field="algo")
-        if not names or not choices(algo):
-            raise InputError(f"algo {algo!r} leaves no algorithm to choose from (name some of "
-                             f"{', '.join(ALGORITHMS)})", field="algo")
-        return ("^" if algo.strip().startswith("^") else "") + ",".join(names)
-    raise unknown_choice("algo", algo, ["auto", *ALGORITHMS], field="algo")
+    listed = _listed(algo)
+    if listed is None:
+        raise unknown_choice("algo", algo, ["auto", *ALGORITHMS], field="algo")
+    excluding, names = listed
+    for name in names:
+        if name not in ALGORITHMS:
+            raise unknown_choice("algo", name, ["auto", *ALGORITHMS], field="algo")
+    if not names or not choices(algo):
+        raise InputError(f"algo {algo!r} leaves no algorithm to choose from (name some of "
+                         f"{', '.join(ALGORITHMS)})", field="algo")
+    return ("^" if excluding else "") + ",".join(names)
 
 
 def why_not(fabric: Fabric, gpus: tuple[str, ...], op: str, algo: str, protocol: str,
