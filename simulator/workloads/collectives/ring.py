@@ -2,8 +2,8 @@
 
 all_reduce = reduce-scatter then all-gather around the ring: 2(n-1) steps of S/n each;
 reduce_scatter and all_gather: n-1 steps of S/n (S = whole array); broadcast: a pipelined chain
-from the root (n-1 hops, each link carries S); reduce: the same chain ending at the root, every
-rank adding its buffer on the way (NCCL runs reduce only as Ring). Channel c uses its share of the
+from the root (n-1 hops, each link carries S) along each channel's ring; reduce: the same chain
+ending at the root, every rank adding its buffer on the way (NCCL runs reduce only as Ring). Channel c uses its share of the
 equal-cost routes (base.channel_paths), so together the channels cover every parallel link and
 switch plane; on multi-node fabrics each channel's ring leaves every node through a different GPU and NIC
 (rails.ring_orders).
@@ -157,19 +157,25 @@ def _chunked(dag, spec, orders, steps, per_channel, after, tag, base_s, done, pr
                 done[ring[(i + 1) % m]].append(tid)
 
 
-def chain_phase(dag: DagBuilder, spec: CollectiveSpec, chain: tuple[str, ...], data_bytes: float,
+def chain_phase(dag: DagBuilder, spec: CollectiveSpec, chains: list[tuple[str, ...]], data_bytes: float,
                 tag: str = "chain", base_s: float = 0.0) -> None:
-    """Pipelined broadcast along ``chain`` (root first): every link carries ``data_bytes``."""
-    hops, C = len(chain) - 1, spec.channels
-    hop, lat = edge_latency(spec, list(zip(chain, chain[1:])))
+    """Pipelined broadcast along each channel's chain (``chains[c]``, root first): every link of a
+    chain carries its channel's share of ``data_bytes``."""
+    C = spec.channels
+    per_channel = data_bytes / C
+    delays: dict[tuple[str, ...], float] = {}  # channels repeat the same few chains
     for c in range(C):
-        per_channel = data_bytes / C
+        chain = chains[c]
+        hops = len(chain) - 1
         if spec.granularity == "steady":
+            delay = delays.get(chain)
+            if delay is None:
+                hop, lat = edge_latency(spec, list(zip(chain, chain[1:])))
+                delay = delays[chain] = base_s + hops * hop + (hops - 1) * lat
             for i in range(hops):
                 src, dst = chain[i], chain[i + 1]
                 if not spec.builds(src, dst):
                     continue
-                delay = base_s + hops * hop + (hops - 1) * lat
                 dag.add(src, dst, spec.wire(per_channel), (), delay,
                         channel_paths(spec.fabric, src, dst, c, C), f"{tag}.ch{c}.h{i}", spec.cta_Bps(src, dst))
             continue
@@ -187,6 +193,20 @@ def chain_phase(dag: DagBuilder, spec: CollectiveSpec, chain: tuple[str, ...], d
                                          spec.cta_Bps(src, dst))
 
 
+def rooted(orders: list[tuple[str, ...]], root: str, last: bool = False) -> list[tuple[str, ...]]:
+    """Each channel's ring cut open at ``root``: the root first (broadcast: data leaves it down the
+    ring) or, with ``last``, the root's successor first and the root last (reduce: data arrives at
+    it). NCCL's broadcast and reduce run on the ring channels' own orders (src/device/broadcast.h,
+    reduce.h: ``ring->userRanks`` from the root), so on multi-node fabrics each channel leaves and
+    enters a node through its own GPU and NIC, as the ring collectives do."""
+    out: dict[tuple[str, ...], tuple[str, ...]] = {}
+    for ring in orders:
+        if ring not in out:
+            i = ring.index(root) + (1 if last else 0)
+            out[ring] = ring[i:] + ring[:i]
+    return [out[ring] for ring in orders]
+
+
 def build(spec: CollectiveSpec, dag: DagBuilder) -> None:
     """Emit the ring schedule of ``spec.op`` into ``dag``."""
     n, S, base = spec.n, spec.nbytes, spec.base_s()
@@ -196,11 +216,9 @@ def build(spec: CollectiveSpec, dag: DagBuilder) -> None:
     elif spec.op in ("reduce_scatter", "all_gather"):
         ring_phase(dag, spec, spec.gpus, n - 1, S / n, base_s=base, orders=orders)
     elif spec.op == "broadcast":
-        chain = spec.gpus[spec.root:] + spec.gpus[:spec.root]
-        chain_phase(dag, spec, chain, S, base_s=base)
-    elif spec.op == "reduce":  # the ring from the root's successor round to the root
-        chain = spec.gpus[spec.root + 1:] + spec.gpus[:spec.root + 1]
-        chain_phase(dag, spec, chain, S, tag="reduce", base_s=base)
+        chain_phase(dag, spec, rooted(orders, spec.gpus[spec.root]), S, base_s=base)
+    elif spec.op == "reduce":  # each channel's ring from the root's successor round to the root
+        chain_phase(dag, spec, rooted(orders, spec.gpus[spec.root], last=True), S, tag="reduce", base_s=base)
     else:
         raise ValueError(f"ring does not implement {spec.op}")
 
