@@ -405,18 +405,18 @@ def test_tree_cta_splits_its_threads_between_up_and_down(x8, protocol, up_thread
 def test_pxn_keeps_alltoall_on_the_rails(hopper):
     """PXN (NCCL src/graph/paths.cc): a GPU sends to a GPU of another node on another rail through
     the NVLink peer whose NIC is on that rail, so a rail-optimized network carries it on one leaf.
-    On 9 HGX servers each GPU has 64 remote peers; 16 sit on the rails of the 2 NICs of its own
-    PCIe switch (reached without a spine), the other 48 go by a relay: 72 x 48 relayed pairs, and
-    no alltoall byte crosses a spine."""
+    On 9 HGX servers each GPU has 64 remote peers; 8 sit on the rail of its own NIC (one of the 2 of
+    its PCIe switch, NCCL's ``ncclTopoGetLocalNet``: reached without a spine), the other 56 go by a
+    relay: 72 x 56 relayed pairs, and no alltoall byte crosses a spine."""
     from simulator.topology.routing import equal_cost_routes, hop_count
     gpus = tuple(hopper.gpus)
     w = build_collective(hopper, gpus, "alltoall", 1 << 26, "direct", "Simple", pxn=True)
     relayed = [t for t in w.transfers if t.tag.endswith(".pxn")]
-    assert len(relayed) == 72 * 48
+    assert len(relayed) == 72 * 56
     assert all(link_kind(hopper, t.src, t.dst) == "nvlink" for t in relayed)
-    assert sum(t.bytes for t in relayed) == pytest.approx(72 * 48 * (1 << 26) / 72, rel=1e-6)
+    assert sum(t.bytes for t in relayed) == pytest.approx(72 * 56 * (1 << 26) / 72, rel=1e-6)
     for t in w.transfers:
-        for route in equal_cost_routes(hopper, t.src, t.dst):
+        for route in t.paths or equal_cost_routes(hopper, t.src, t.dst):
             assert not any("spine" in hopper.channels[c].dst for c in route), (t.src, t.dst)
     # a relayed leg leaves from the relay's NIC and has the hop count of a same-rail route
     groups = {g: hopper.nodes[g].group for g in gpus}

@@ -134,6 +134,17 @@ def equal_cost_routes(fabric: Fabric, src: str, dst: str) -> tuple[Route, ...]:
     return routes
 
 
+def routes_within(fabric: Fabric, src: str, dst: str, fabrics: frozenset[str]) -> tuple[Route, ...]:
+    """The shortest-hop routes from ``src`` to ``dst`` over channels of ``fabrics`` only (e.g. the
+    scale-out network between two NICs), as ``equal_cost_routes`` deals them; cached on the fabric.
+    Raises ``nx.NetworkXNoPath`` when those channels do not join the two."""
+    key = ("routing.within", src, dst, fabrics)
+    routes = fabric.route_cache.get(key)
+    if routes is None:
+        routes = fabric.route_cache[key] = _routes_over(fabric, src, dst, fabrics)
+    return routes
+
+
 def hop_count(fabric: Fabric, src: str, dst: str) -> int:
     """Links on a shortest route from ``src`` to ``dst`` (the length of every route
     ``equal_cost_routes`` gives), from the same search without enumerating paths; cached on the

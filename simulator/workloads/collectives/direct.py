@@ -5,7 +5,10 @@ locally (latency-optimal, (n-1)S out per rank); all_gather / reduce_scatter / al
 each peer; broadcast: the root sends S to each peer; gather: each peer sends its S/n to the root;
 scatter: the root sends S/n to each peer (S = whole array, as nccl-tests' gather/scatter_perf do
 with ncclSend/ncclRecv); sendrecv: rank i sends S to rank i+1 (as nccl-tests' sendrecv_perf).
-One step, so both granularities are the same workload.
+One step, so both granularities are the same workload. Across nodes a transfer leaves by the
+sender's NIC and arrives by the receiver's (NCCL's p2p connections, ``topology.nics``): one NIC
+per GPU on HGX and GB200 trays, where the shortest routes would spread it over every NIC its PCIe
+switch or Grace holds.
 
 With PXN (``CollectiveSpec.pxn``; NCCL src/graph/paths.cc, on by default in NCCL, off here unless
 asked) a transfer to another node's GPU on another rail goes over NVLink to the GPU of the sender's
@@ -16,7 +19,9 @@ network then carries it on one leaf instead of a spine.
 
 from __future__ import annotations
 
-from simulator.workloads.collectives.base import CollectiveSpec, DagBuilder, route_lat_s
+from simulator.topology.nics import net_routes
+from simulator.topology.routing import Route
+from simulator.workloads.collectives.base import CollectiveSpec, DagBuilder, link_kind, route_lat_s
 from simulator.workloads.collectives.gpu_side import CtaRule
 from simulator.workloads.collectives.ops import P2P_OPS
 from simulator.workloads.collectives.rails import pxn_relay, rail_nodes
@@ -58,12 +63,19 @@ def build(spec: CollectiveSpec, dag: DagBuilder) -> None:
             if spec.builds(src, relay):
                 dag.add(src, relay, spec.wire(size), (), first, None, f"direct.{spec.op}.pxn", rate)
             dag.add(relay, dst, spec.wire(size), (), first + route_lat_s(spec.fabric, src, relay)
-                    + spec.hop_s(relay, dst), None, f"direct.{spec.op}", rate)
+                    + spec.hop_s(relay, dst), _routes(spec, relay, dst), f"direct.{spec.op}", rate)
             continue
         if not spec.builds(src, dst):
             continue
-        dag.add(src, dst, spec.wire(size), (), base + spec.hop_s(src, dst), None, f"direct.{spec.op}",
-                spec.cta_Bps(src, dst, ctas))
+        dag.add(src, dst, spec.wire(size), (), base + spec.hop_s(src, dst), _routes(spec, src, dst),
+                f"direct.{spec.op}", spec.cta_Bps(src, dst, ctas))
+
+
+def _routes(spec: CollectiveSpec, src: str, dst: str) -> tuple[Route, ...] | None:
+    """A transfer's routes: across the network out of the sender's NIC and into the receiver's, as
+    NCCL's p2p connections pick them (``topology.nics.net_routes``); None (every shortest route)
+    within a node."""
+    return net_routes(spec.fabric, src, dst) if link_kind(spec.fabric, src, dst) == "network" else None
 
 
 RECORD = AlgorithmRecord(

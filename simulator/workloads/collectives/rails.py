@@ -31,6 +31,7 @@ from __future__ import annotations
 from simulator.hardware.nccl_gpu import load_gpu_side
 from simulator.topology.fabric import Fabric
 from simulator.topology.placement import layout
+from simulator.topology.nics import net_hops
 from simulator.topology.routing import hop_count
 from simulator.workloads.collectives.base import link_kind
 from simulator.workloads.collectives.dtree import dtree_parents
@@ -177,8 +178,8 @@ def pxn_relay(fabric: Fabric, gpus: tuple[str, ...], src: str, dst: str) -> str 
     job on ``src``'s host (compute tray or server: NCCL relays only through a GPU of the same system,
     ``NCCL_TOPO_ID_SYSTEM_ID``) through which ``src`` sends to ``dst`` on another node, or None to
     send from its own NIC. A relay is used when its NIC reaches ``dst`` in fewer hops than any of
-    ``src``'s own routes (on a rail-optimized network: the NIC on ``dst``'s rail, where ``src``'s
-    own traffic would cross a spine) and ``src`` reaches it over NVLink; of several, the fewest hops
+    ``src``'s own NIC's (``topology.nics``; on a rail-optimized network: the NIC on ``dst``'s rail,
+    where ``src``'s own traffic would cross a spine) and ``src`` reaches it over NVLink; of several, the fewest hops
     from ``src``, then the same local index as ``dst``. NCCL relays only in the GPU -> NIC
     direction (receiving locally, sending remotely), as here: the relay's NIC sends. Cached on the
     fabric per (job, pair)."""
@@ -192,12 +193,12 @@ def pxn_relay(fabric: Fabric, gpus: tuple[str, ...], src: str, dst: str) -> str 
         node = next(n for n in nodes_of(fabric, gpus) if fabric.nodes[n[0]].group == group)
         far = next(n for n in nodes_of(fabric, gpus) if fabric.nodes[n[0]].group == fabric.nodes[dst].group)
         j = far.index(dst)
-        own = hop_count(fabric, src, dst)
+        own = net_hops(fabric, src, dst)
         host = layout(fabric).unit_of["tray"]
         peers = [g for g in node if g != src and host[g] == host[src] and link_kind(fabric, src, g) == "nvlink"]
-        best = min(peers, default=None, key=lambda g: (hop_count(fabric, g, dst), hop_count(fabric, src, g),
+        best = min(peers, default=None, key=lambda g: (net_hops(fabric, g, dst), hop_count(fabric, src, g),
                                                       node.index(g) != j, node.index(g)))
-        if best is not None and hop_count(fabric, best, dst) < own:
+        if best is not None and net_hops(fabric, best, dst) < own:
             relay = best
     cache[key] = relay
     return relay

@@ -1,0 +1,149 @@
+"""Which NIC a GPU's point-to-point traffic leaves and enters a node by, as NCCL picks it.
+
+NCCL gives every network connection of a rank one NIC per channel (src/graph/topo.cc
+``ncclTopoGetLocalNetType``, called as ``ncclTopoGetLocalNet``):
+
+- the GPU's local NICs are those of its best path type (``ncclTopoGetLocal``): here the NICs
+  fewest host-side hops away (PCIe, C2C; never through another GPU, NIC or the network);
+- the local GPUs of the first of them share them: each GPU uses ``DIVUP(local NICs, local GPUs)``
+  (``NCCL_NETDEVS_POLICY=AUTO``), starting at its device index modulo the local GPUs, bit-mirrored
+  when the NIC count is a power of two (``mirrorBits``), channel c taking the next ``c mod`` that
+  many.
+
+A p2p send (``src/graph/search.cc`` ``ncclTopoGetNetDev`` with a peer, PXN off) uses the sender's
+own NIC; the receive side always its own (``src/transport/net.cc`` ``recvSetup``: peerRank = itself).
+So a GPU whose PCIe switch holds two NICs (HGX H100, two GPUs a switch) sends on one of them, not
+on both: one 400G port bounds a cross-node ``sendrecv``, where the shortest routes alone would
+spread it over both and over its PCIe link instead. Between the two NICs the route stays in the
+scale-out network (a route back into a host would be PXN, which ``workloads.collectives.rails``
+models as its own relay).
+
+Computed per GPU on first use and cached on the fabric (``route_cache``).
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from itertools import product
+
+import networkx as nx
+
+from simulator.topology.fabric import Fabric
+from simulator.topology.placement import layout
+from simulator.topology.routing import MAX_NODE_PATHS, Route, equal_cost_routes, hop_count, routes_within
+
+_HOST_SKIPS = frozenset({"nvlink", "network"})
+"""Channel kinds a host-side search never takes: NVLink reaches GPUs only, the network other hosts."""
+NETWORK = frozenset({"network"})
+
+
+def _nearest(fabric: Fabric, start: str, kind: str) -> tuple[str, ...]:
+    """The ``kind`` nodes fewest host-side hops from ``start`` (breadth first over every channel but
+    NVLink and network ones, never passing through a GPU or NIC), in name order; () if none."""
+    seen, frontier, found = {start}, deque([start]), []
+    while frontier and not found:
+        nxt: deque[str] = deque()
+        for node in frontier:
+            for ch in fabric.out_channels(node):
+                if ch.fabric in _HOST_SKIPS or ch.dst in seen:
+                    continue
+                seen.add(ch.dst)
+                end = fabric.nodes[ch.dst].kind
+                if end == kind:
+                    found.append(ch.dst)
+                elif end not in ("gpu", "nic"):
+                    nxt.append(ch.dst)
+        frontier = nxt
+    return tuple(sorted(found, key=_natural))
+
+
+def _natural(name: str) -> tuple:
+    """Sort key that orders ``nic10`` after ``nic9``."""
+    head = name.rstrip("0123456789")
+    tail = name[len(head):]
+    return (head, int(tail) if tail else -1)
+
+
+def local_nics(fabric: Fabric, gpu: str) -> tuple[str, ...]:
+    """The NICs closest to ``gpu`` on its host (NCCL's local nets), in name order."""
+    key = ("nics.local", gpu)
+    found = fabric.route_cache.get(key)
+    if found is None:
+        found = fabric.route_cache[key] = _nearest(fabric, gpu, "nic")
+    return found
+
+
+def _mirror(value: int, pow2: int) -> int:
+    """NCCL's ``mirrorBits`` (src/graph/topo.h): ``value``'s bits reversed within log2(pow2) bits."""
+    out, b, mb = 0, 1, pow2 >> 1
+    while b < pow2:
+        if value & b:
+            out |= mb
+        b, mb = b << 1, mb >> 1
+    return out
+
+
+def net_nics(fabric: Fabric, gpu: str) -> tuple[str, ...]:
+    """The NICs ``gpu``'s network connections use, channel c the entry c mod its length (NCCL's
+    ``ncclTopoGetLocalNet`` over channels; module docstring); () for a GPU with no NIC nearby."""
+    key = ("nics.net", gpu)
+    found = fabric.route_cache.get(key)
+    if found is None:
+        nets = local_nics(fabric, gpu)
+        if not nets:
+            found = ()
+        else:
+            sharing = _nearest(fabric, nets[0], "gpu")
+            per_gpu = -(-len(nets) // max(1, len(sharing)))
+            start = _device(fabric, gpu) % max(1, len(sharing))
+            if len(nets) & (len(nets) - 1) == 0:
+                start = _mirror(start, len(nets))
+            found = tuple(nets[(start + c) % len(nets)] for c in range(per_gpu))
+        fabric.route_cache[key] = found
+    return found
+
+
+def _device(fabric: Fabric, gpu: str) -> int:
+    """``gpu``'s device index on its host (NCCL's ``gpu.dev``, the CUDA index): its place among
+    its compute tray's GPUs (``placement.layout``)."""
+    key = ("nics.device",)
+    index = fabric.route_cache.get(key)
+    if index is None:
+        index = fabric.route_cache[key] = {g: i for tray in layout(fabric).units("tray").values()
+                                           for i, g in enumerate(tray)}
+    return index.get(gpu, 0)
+
+
+def net_routes(fabric: Fabric, src: str, dst: str) -> tuple[Route, ...] | None:
+    """Routes of a p2p connection from ``src`` to ``dst`` on another host over the network: out of
+    the sender's NICs (``net_nics``), through the scale-out network only, into the receiver's; None
+    where a NIC is missing on either side or the two NICs are not joined by the network (the
+    caller keeps the shortest routes). At most ``MAX_NODE_PATHS`` routes."""
+    key = ("nics.routes", src, dst)
+    cache = fabric.route_cache
+    if key in cache:
+        return cache[key]
+    out: tuple[Route, ...] | None = None
+    sends, recvs = net_nics(fabric, src), net_nics(fabric, dst)
+    if sends and recvs:
+        routes: list[Route] = []
+        try:
+            for a, b in product(sends, recvs):
+                middle = routes_within(fabric, a, b, NETWORK) if a != b else ((),)
+                for head, mid, tail in product(equal_cost_routes(fabric, src, a), middle,
+                                               equal_cost_routes(fabric, b, dst)):
+                    routes.append(head + mid + tail)
+                    if len(routes) >= MAX_NODE_PATHS:
+                        break
+        except nx.NetworkXNoPath:  # the two NICs are not joined by the network
+            routes = []
+        out = tuple(routes) or None
+    cache[key] = out
+    return out
+
+
+def net_hops(fabric: Fabric, src: str, dst: str) -> int:
+    """Links on a p2p connection's route from ``src`` to ``dst`` (``net_routes``; the shortest
+    route's where that gives none)."""
+    routes = net_routes(fabric, src, dst)
+    return len(routes[0]) if routes else hop_count(fabric, src, dst)

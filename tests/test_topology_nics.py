@@ -1,0 +1,97 @@
+"""The NIC a GPU's p2p traffic uses across nodes, as NCCL picks it (``topology.nics``), and the ops
+that cross nodes on it: point-to-point sends (one NIC each) and broadcast/reduce (each channel's
+rail-aware ring, so every NIC carries its share)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from simulator.engine.flow import run_flow
+from simulator.metrics.collective_stats import row
+from simulator.topology.builder import build_fabric
+from simulator.topology.nics import _mirror, local_nics, net_nics, net_routes
+from simulator.workloads.collectives import build_collective
+
+TOPOLOGIES = Path(__file__).resolve().parents[1] / "topologies"
+
+
+@pytest.fixture(scope="module")
+def hopper():
+    return build_fabric(TOPOLOGIES / "hopper_ib_rack.yaml")
+
+
+def _uplinks(fabric, group: str) -> list:
+    """The network channels out of ``group``'s NICs, in NIC order."""
+    return [c for c in fabric.channels if c.fabric == "network" and fabric.nodes[c.src].kind == "nic"
+            and fabric.nodes[c.src].group == group]
+
+
+def test_mirror_bits_is_nccls():
+    """src/graph/topo.h mirrorBits: the low log2(pow2) bits reversed."""
+    assert [_mirror(v, 2) for v in range(2)] == [0, 1]
+    assert [_mirror(v, 4) for v in range(4)] == [0, 2, 1, 3]
+    assert [_mirror(v, 8) for v in range(8)] == [0, 4, 2, 6, 1, 5, 3, 7]
+
+
+def test_each_gpu_uses_one_of_the_two_nics_it_shares_with_its_partner(hopper):
+    """HGX H100 (two GPUs and two NICs a PCIe switch) and a GB200 tray (two GPUs and two NICs a
+    Grace): DIVUP(2 NICs, 2 GPUs) = 1 NIC each, GPU i on NIC i (ncclTopoGetLocalNet)."""
+    for i in range(8):
+        assert len(local_nics(hopper, f"hgx0.gpu{i}")) == 2
+        assert net_nics(hopper, f"hgx0.gpu{i}") == (f"hgx0.nic{i}",)
+    x8 = build_fabric(TOPOLOGIES / "gb200_nvl72_x8_ib.yaml")
+    assert [net_nics(x8, f"rack1.gpu{i}") for i in range(68, 72)] == [(f"rack1.nic{i}",) for i in range(68, 72)]
+
+
+def test_more_nics_than_gpus_are_dealt_over_channels(tmp_path):
+    """Four NICs on a PCIe switch of two GPUs: two NICs each (DIVUP(4, 2)), GPU 1 starting at
+    mirrorBits(1, 4) = 2, as NCCL's channels take them in turn."""
+    path = tmp_path / "four_nics.yaml"
+    text = (TOPOLOGIES / "hopper_ib_rack.yaml").read_text().replace("{name: nic, part: cx7, count: 8}",
+                                                                  "{name: nic, part: cx7, count: 16}")
+    path.write_text(text.replace("extends: hgx_h100.yaml", f"extends: {TOPOLOGIES / 'hgx_h100.yaml'}"))
+    f = build_fabric(path)
+    assert local_nics(f, "hgx0.gpu1") == ("hgx0.nic0", "hgx0.nic1", "hgx0.nic2", "hgx0.nic3")
+    assert net_nics(f, "hgx0.gpu0") == ("hgx0.nic0", "hgx0.nic1")
+    assert net_nics(f, "hgx0.gpu1") == ("hgx0.nic2", "hgx0.nic3")
+
+
+def test_p2p_routes_leave_by_the_senders_nic_and_stay_in_the_network(hopper):
+    routes = net_routes(hopper, "hgx0.gpu7", "hgx1.gpu0")
+    for route in routes:
+        names = [hopper.channels[c].dst for c in route]
+        assert names[:2] == ["hgx0.psw3", "hgx0.nic7"] and names[-3:] == ["hgx1.nic0", "hgx1.psw0", "hgx1.gpu0"]
+        assert sum(hopper.channels[c].fabric == "pcie" for c in route) == 4  # no detour back into a host
+
+
+def test_sendrecv_across_two_servers_is_bound_by_one_nic(hopper):
+    """nccl-tests sendrecv on 16 GPUs: rank 7 -> 8 and 15 -> 0 cross servers, each on its own 400G
+    port (49.7 GB/s of payload), where spreading over both NICs of the PCIe switch (as shortest
+    routes alone would) made it PCIe-bound at 57 GB/s."""
+    gpus = tuple(hopper.gpus[:16])
+    S = 1 << 30
+    w = build_collective(hopper, gpus, "sendrecv", S, "direct", "Simple")
+    r = run_flow(hopper, w)
+    nic = _uplinks(hopper, "hgx0")
+    sent = {hopper.channels[c.id].src: r.channel_bytes[c.id] for c in nic}
+    assert sent["hgx0.nic7"] == pytest.approx(S, rel=1e-3) and sent["hgx0.nic6"] == 0
+    assert row(w, r).busbw_GBps == pytest.approx(nic[7].rate_Bps / 1e9, rel=0.01)
+
+
+@pytest.mark.parametrize("op", ["broadcast", "reduce"])
+def test_broadcast_and_reduce_cross_nodes_on_every_rail(hopper, op):
+    """Each channel runs its own rail-aware ring cut open at the root: every NIC of a server sends
+    the same share (once a chain from every channel), where one chain for all channels put the
+    whole message through one GPU's PCIe link. So the op runs at the ring's rail-bound rate, as
+    all_gather does on the same GPUs."""
+    gpus = tuple(hopper.gpus[:16])
+    S = 1 << 30
+    w = build_collective(hopper, gpus, op, S, "ring", "Simple")
+    r = run_flow(hopper, w)
+    sent = [r.channel_bytes[c.id] for c in _uplinks(hopper, "hgx0" if op == "broadcast" else "hgx1")]
+    assert min(sent) == pytest.approx(max(sent), rel=1e-6)
+    assert sum(sent) == pytest.approx(S, rel=1e-3)
+    gather = build_collective(hopper, gpus, "all_gather", S, "ring", "Simple")
+    assert row(w, r).busbw_GBps >= 0.95 * row(gather, run_flow(hopper, gather)).busbw_GBps
