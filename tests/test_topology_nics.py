@@ -95,3 +95,50 @@ def test_broadcast_and_reduce_cross_nodes_on_every_rail(hopper, op):
     assert sum(sent) == pytest.approx(S, rel=1e-3)
     gather = build_collective(hopper, gpus, "all_gather", S, "ring", "Simple")
     assert row(w, r).busbw_GBps >= 0.95 * row(gather, run_flow(hopper, gather)).busbw_GBps
+
+
+# ---- MNNVL off: NVLink per compute tray -------------------------------------------------------
+
+def test_per_tray_keeps_nvlink_inside_each_tray_and_the_rest_on_the_network():
+    """NCCL_MNNVL_ENABLE=0 on NVL72 racks: a tray's 4 GPUs still meet over NVLink (the same links,
+    through their own copies of the 18 switch chips), every other pair only over the network; each
+    tray is a node (``Node.group``) with its Graces and NICs; the rack's power is unchanged."""
+    from simulator.topology.partitions import per_tray
+    from simulator.workloads.collectives.base import link_kind
+    from simulator.workloads.collectives.rails import nodes_of
+
+    x8 = build_fabric(TOPOLOGIES / "gb200_nvl72_x8_ib.yaml")
+    view = per_tray(x8)
+    assert per_tray(x8) is view and len(view.channels) == len(x8.channels)
+    assert view.static_power_W == x8.static_power_W
+    assert link_kind(view, "rack0.gpu4", "rack0.gpu7") == "nvlink"
+    assert link_kind(view, "rack0.gpu3", "rack0.gpu4") == "network"
+    assert {view.nodes[n].group for n in ("rack0.gpu5", "rack0.grace2", "rack0.nic5")} == {"rack0-tray1"}
+    assert len(nodes_of(view, tuple(view.gpus[:72]))) == 18
+    hgx = build_fabric(TOPOLOGIES / "hopper_ib_rack.yaml")
+    assert per_tray(hgx) is hgx  # a server is one tray already
+
+
+def test_validate_with_mnnvl_off_runs_trays_as_nodes_bound_by_their_four_nics():
+    """The two-rack log with NCCL_MNNVL_ENABLE=0 given: 32 nodes of 4 GPUs, each node's traffic
+    through its 4 400G NICs (49.7 GB/s of payload each), so busbw at 8-16 GiB is at most
+    4 x 49.7 GB/s and within 3% of it, the rings and trees of NVL72 racks as NCCL would run them
+    without MNNVL."""
+    import json
+
+    from typer.testing import CliRunner
+
+    from simulator.cli.app import _register, app
+    _register()
+    log = Path(__file__).resolve().parents[1] / "validation" / "nccl-tests" / "multinode" / \
+        "gb200_nvl72_x2_all_reduce_128gpu.log"
+    result = CliRunner().invoke(app, ["validate", "--nccl-tests", str(log), "--topology", "gb200_nvl72_x8_ib",
+                                      "--engine", "flow", "--json", "--threshold", "1000", "--op", "all_reduce",
+                                      "--gpus", "128", "--per-rack", "64", "--env", "NCCL_MNNVL_ENABLE=0"])
+    assert result.exit_code == 0, result.output
+    (run,) = json.loads(result.stdout)["logs"]
+    assert any(n.startswith("NCCL_MNNVL_ENABLE=0 (--env): MNNVL off") for n in run["settings_from_log"])
+    nic = next(c for c in build_fabric(TOPOLOGIES / "gb200_nvl72_x8_ib.yaml").channels
+               if c.src == "rack0.nic0" and c.fabric == "network").rate_Bps / 1e9
+    for r in run["rows"][-2:]:
+        assert 0.97 * 4 * nic <= r["predicted_busbw_GBps"] <= 4 * nic, r

@@ -24,6 +24,7 @@ import numpy as np
 from simulator.errors import InputError
 from simulator.runner.sweeps import SweepSpec, select_gpus, sweep
 from simulator.topology.fabric import Fabric
+from simulator.topology.partitions import per_tray
 from simulator.topology.placement import Placement
 from simulator.hardware.protocols import PROTOCOL_NAMES
 from simulator.workloads.collectives import ALGORITHMS, choices
@@ -69,6 +70,9 @@ class RunSettings:
     channels: int | None = None
     notes: tuple[str, ...] = ()
     """One line per NCCL_* setting read from the log (or ignored, and why)."""
+    per_tray: bool = False
+    """NCCL_MNNVL_ENABLE=0: run on the fabric with NVLink confined to each compute tray
+    (``topology.partitions.per_tray``), every tray its own NCCL node."""
 
 
 NVLS_RECORDS = tuple(r.name for r in ALGORITHMS.values() if r.nccl_algo.lower().startswith("nvls"))
@@ -82,9 +86,8 @@ NCCL_FUNCS = {"all_reduce": "allreduce", "all_gather": "allgather", "reduce_scat
 
 
 SWITCH_NOTES = {
-    "NCCL_MNNVL_ENABLE": ("not applied; fabricsim's nodes are the topology's NVLink domains (an NVL72 rack is one "
-                          "node, its trays joined over NVLink), where MNNVL off makes every tray a node joined over "
-                          "the network",
+    "NCCL_MNNVL_ENABLE": ("MNNVL off: every compute tray its own NCCL node, NVLink inside it, the other trays "
+                          "over the network (topology.partitions)",
                           "each NVLink domain is one NCCL node, as in fabricsim (an NVL72 rack's trays joined over "
                           "NVLink)"),
     "NCCL_COLLNET_ENABLE": ("CollNet off, as fabricsim's tuner, which never chooses it",
@@ -225,7 +228,9 @@ def settings_for(run: NcclTestsRun, algo: str = "auto", protocol: str = "auto") 
         found = run.setting(var)
         if found is not None:
             notes.append(f"{var}={found[0]} ({_where(found[1])}): {off if _off(found[0]) else on}")
-    return RunSettings(algo=algo, protocol=protocol, channels=channels, notes=tuple(notes))
+    mnnvl = run.setting("NCCL_MNNVL_ENABLE")
+    return RunSettings(algo=algo, protocol=protocol, channels=channels, notes=tuple(notes),
+                       per_tray=mnnvl is not None and _off(mnnvl[0]))
 
 
 @dataclass(frozen=True, slots=True)
@@ -309,6 +314,10 @@ def compare_run(fabric: Fabric, run: NcclTestsRun, *, gpus: int | None = None, a
                                  f"GPUs; place {ranks}", field=_flag(placement)) from None
             raise InputError(f"{said}: {err.message}", field=_flag(placement)) from None
     settings = settings_for(run, algo, protocol)
+    if settings.per_tray:  # place on the racks as written, then run where NCCL sees trays as nodes
+        placed = select_gpus(fabric, ranks, placement)
+        placement = Placement(ranks=tuple(fabric.nodes[g].rank for g in placed))
+        fabric = per_tray(fabric)
     root = next((r.root for r in logged if r.root is not None and r.root >= 0), 0)  # rooted ops' -r
     spec = SweepSpec(op=run.op, gpus=ranks, sizes=tuple(r.bytes for r in logged), algo=settings.algo,
                      protocol=settings.protocol, engine=engine, channels=settings.channels, root=root,
