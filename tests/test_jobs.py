@@ -45,16 +45,14 @@ def test_bad_placements_are_input_errors(rack, rule, count, taken, words):
 
 
 def test_two_jobs_on_shared_uplinks_slow_down_by_the_oversubscription():
-    """Shipped scenario: each GPU sends on its own NIC (NCCL's one NIC per GPU of a Grace's two), so
-    each all-to-all alone needs 2,400 of the 3,200 GB/s of uplinks of the leaves of rails 0, 2, 4,
-    6; together 4,800: each job takes 4,800 / 3,200 = 1.5x as long, and they share exactly those
-    uplinks."""
+    """Shipped scenario: each all-to-all alone needs 4,800 of 6,400 GB/s of leaf uplinks; together
+    9,600: each job takes 9,600 / 6,400 = 1.5x as long, and they share exactly the uplinks."""
     scenario, topologies = load_scenario(ROOT / "scenarios" / "two_jobs_multirack.yaml")
     (system,) = run_scenario(scenario, topologies)
     a, b = system.rows
     for row in (a, b):
         assert row["slowdown"] == pytest.approx(1.5, rel=0.02)
-        assert row["shared_links"] == 4 * 16  # every uplink of leaves 0, 2, 4, 6, none of the NIC links
+        assert row["shared_links"] == 8 * 16  # every uplink of leaves 0-7, none of the NIC links
         assert row["shared_example"].startswith("leaf0-spine0 x2")
 
 

@@ -45,6 +45,16 @@ def test_each_gpu_uses_one_of_the_two_nics_it_shares_with_its_partner(hopper):
     assert [net_nics(x8, f"rack1.gpu{i}") for i in range(68, 72)] == [(f"rack1.nic{i}",) for i in range(68, 72)]
 
 
+def test_a_nic_is_shared_by_the_jobs_gpus_only(hopper):
+    """NCCL's topology holds the communicator's GPUs: with one GPU of each server in the job, GPU 0
+    has both NICs of its PCIe switch to itself (DIVUP(2, 1) = 2), its channels alternating; with
+    its partner in the job too, one each."""
+    alone = {"hgx0.gpu0", "hgx1.gpu0"}
+    assert net_nics(hopper, "hgx0.gpu0", alone) == ("hgx0.nic0", "hgx0.nic1")
+    assert net_nics(hopper, "hgx0.gpu0", alone | {"hgx0.gpu1"}) == ("hgx0.nic0",)
+    assert len({r[1] for r in net_routes(hopper, "hgx0.gpu0", "hgx1.gpu0", alone)}) == 2  # out of both NICs
+
+
 def test_more_nics_than_gpus_are_dealt_over_channels(tmp_path):
     """Four NICs on a PCIe switch of two GPUs: two NICs each (DIVUP(4, 2)), GPU 1 starting at
     mirrorBits(1, 4) = 2, as NCCL's channels take them in turn."""

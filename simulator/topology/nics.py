@@ -5,7 +5,9 @@ NCCL gives every network connection of a rank one NIC per channel (src/graph/top
 
 - the GPU's local NICs are those of its best path type (``ncclTopoGetLocal``): here the NICs
   fewest host-side hops away (PCIe, C2C; never through another GPU, NIC or the network);
-- the local GPUs of the first of them share them: each GPU uses ``DIVUP(local NICs, local GPUs)``
+- the local GPUs of the first of them share them (the communicator's: NCCL's topology holds only its
+  ranks' GPUs, so with one GPU of a server in the job it has both NICs of its PCIe switch): each GPU
+  uses ``DIVUP(local NICs, local GPUs)``
   (``NCCL_NETDEVS_POLICY=AUTO``), starting at its device index modulo the local GPUs, bit-mirrored
   when the NIC count is a power of two (``mirrorBits``), channel c taking the next ``c mod`` that
   many.
@@ -23,7 +25,9 @@ Computed per GPU on first use and cached on the fabric (``route_cache``).
 
 from __future__ import annotations
 
+import math
 from collections import deque
+from collections.abc import Collection
 from itertools import product
 
 import networkx as nx
@@ -83,23 +87,34 @@ def _mirror(value: int, pow2: int) -> int:
     return out
 
 
-def net_nics(fabric: Fabric, gpu: str) -> tuple[str, ...]:
+def net_nics(fabric: Fabric, gpu: str, job: Collection[str] | None = None) -> tuple[str, ...]:
     """The NICs ``gpu``'s network connections use, channel c the entry c mod its length (NCCL's
-    ``ncclTopoGetLocalNet`` over channels; module docstring); () for a GPU with no NIC nearby."""
-    key = ("nics.net", gpu)
+    ``ncclTopoGetLocalNet`` over channels; module docstring); () for a GPU with no NIC nearby.
+    ``job``: the GPUs of the communicator (NCCL's topology holds only its ranks' GPUs, so a NIC is
+    shared by the job's GPUs near it, not by idle ones); None: every GPU of the fabric."""
+    nets = local_nics(fabric, gpu)
+    if not nets:
+        return ()
+    near = _sharing(fabric, nets[0])
+    sharing = sum(1 for g in near if g in job) if job is not None else len(near)
+    key = ("nics.net", gpu, sharing)
     found = fabric.route_cache.get(key)
     if found is None:
-        nets = local_nics(fabric, gpu)
-        if not nets:
-            found = ()
-        else:
-            sharing = _nearest(fabric, nets[0], "gpu")
-            per_gpu = -(-len(nets) // max(1, len(sharing)))
-            start = _device(fabric, gpu) % max(1, len(sharing))
-            if len(nets) & (len(nets) - 1) == 0:
-                start = _mirror(start, len(nets))
-            found = tuple(nets[(start + c) % len(nets)] for c in range(per_gpu))
-        fabric.route_cache[key] = found
+        sharing = max(1, sharing)
+        per_gpu = -(-len(nets) // sharing)
+        start = _device(fabric, gpu) % sharing
+        if len(nets) & (len(nets) - 1) == 0:
+            start = _mirror(start, len(nets))
+        found = fabric.route_cache[key] = tuple(nets[(start + c) % len(nets)] for c in range(per_gpu))
+    return found
+
+
+def _sharing(fabric: Fabric, nic: str) -> tuple[str, ...]:
+    """The GPUs closest to ``nic`` on its host (NCCL's local GPUs of a NET), cached."""
+    key = ("nics.sharing", nic)
+    found = fabric.route_cache.get(key)
+    if found is None:
+        found = fabric.route_cache[key] = _nearest(fabric, nic, "gpu")
     return found
 
 
@@ -114,36 +129,36 @@ def _device(fabric: Fabric, gpu: str) -> int:
     return index.get(gpu, 0)
 
 
-def net_routes(fabric: Fabric, src: str, dst: str) -> tuple[Route, ...] | None:
+def net_routes(fabric: Fabric, src: str, dst: str, job: Collection[str] | None = None) -> tuple[Route, ...] | None:
     """Routes of a p2p connection from ``src`` to ``dst`` on another host over the network: out of
-    the sender's NICs (``net_nics``), through the scale-out network only, into the receiver's; None
-    where a NIC is missing on either side or the two NICs are not joined by the network (the
-    caller keeps the shortest routes). At most ``MAX_NODE_PATHS`` routes."""
-    key = ("nics.routes", src, dst)
+    the sender's NIC of each channel (``net_nics``; ``job``: the call's GPUs), through the scale-out
+    network only, into the receiver's NIC of the same channel; None where a NIC is missing on
+    either side or the two NICs are not joined by the network (the caller keeps the shortest
+    routes). At most ``MAX_NODE_PATHS`` routes."""
+    sends, recvs = net_nics(fabric, src, job), net_nics(fabric, dst, job)
+    key = ("nics.routes", src, dst, sends, recvs)
     cache = fabric.route_cache
     if key in cache:
         return cache[key]
     out: tuple[Route, ...] | None = None
-    sends, recvs = net_nics(fabric, src), net_nics(fabric, dst)
     if sends and recvs:
+        pairs = dict.fromkeys((sends[c % len(sends)], recvs[c % len(recvs)])
+                              for c in range(math.lcm(len(sends), len(recvs))))
         routes: list[Route] = []
         try:
-            for a, b in product(sends, recvs):
+            for a, b in pairs:
                 middle = routes_within(fabric, a, b, NETWORK) if a != b else ((),)
-                for head, mid, tail in product(equal_cost_routes(fabric, src, a), middle,
-                                               equal_cost_routes(fabric, b, dst)):
-                    routes.append(head + mid + tail)
-                    if len(routes) >= MAX_NODE_PATHS:
-                        break
+                routes += [head + mid + tail for head, mid, tail in
+                           product(equal_cost_routes(fabric, src, a), middle, equal_cost_routes(fabric, b, dst))]
         except nx.NetworkXNoPath:  # the two NICs are not joined by the network
             routes = []
-        out = tuple(routes) or None
+        out = tuple(routes[:MAX_NODE_PATHS]) or None
     cache[key] = out
     return out
 
 
-def net_hops(fabric: Fabric, src: str, dst: str) -> int:
+def net_hops(fabric: Fabric, src: str, dst: str, job: Collection[str] | None = None) -> int:
     """Links on a p2p connection's route from ``src`` to ``dst`` (``net_routes``; the shortest
     route's where that gives none)."""
-    routes = net_routes(fabric, src, dst)
+    routes = net_routes(fabric, src, dst, job)
     return len(routes[0]) if routes else hop_count(fabric, src, dst)

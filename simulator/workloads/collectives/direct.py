@@ -24,7 +24,7 @@ from simulator.topology.routing import Route
 from simulator.workloads.collectives.base import CollectiveSpec, DagBuilder, link_kind, route_lat_s
 from simulator.workloads.collectives.gpu_side import CtaRule
 from simulator.workloads.collectives.ops import P2P_OPS
-from simulator.workloads.collectives.rails import pxn_relay, rail_nodes
+from simulator.workloads.collectives.rails import job_set, pxn_relay, rail_nodes
 from simulator.workloads.collectives.registry import AlgorithmRecord
 
 OPS = frozenset({"all_reduce", "all_gather", "reduce_scatter", "alltoall", "broadcast", "gather", "scatter",
@@ -54,6 +54,7 @@ def build(spec: CollectiveSpec, dag: DagBuilder) -> None:
     for src, _, _ in todo:
         peers[src] = peers.get(src, 0) + 1
     multi_node = spec.pxn and rail_nodes(spec.fabric, spec.gpus) is not None
+    job = job_set(spec.fabric, spec.gpus)
     for src, dst, size in todo:
         ctas = max(1.0, spec.channels / peers[src])
         relay = pxn_relay(spec.fabric, spec.gpus, src, dst) if multi_node else None
@@ -63,19 +64,19 @@ def build(spec: CollectiveSpec, dag: DagBuilder) -> None:
             if spec.builds(src, relay):
                 dag.add(src, relay, spec.wire(size), (), first, None, f"direct.{spec.op}.pxn", rate)
             dag.add(relay, dst, spec.wire(size), (), first + route_lat_s(spec.fabric, src, relay)
-                    + spec.hop_s(relay, dst), _routes(spec, relay, dst), f"direct.{spec.op}", rate)
+                    + spec.hop_s(relay, dst), _routes(spec, relay, dst, job), f"direct.{spec.op}", rate)
             continue
         if not spec.builds(src, dst):
             continue
-        dag.add(src, dst, spec.wire(size), (), base + spec.hop_s(src, dst), _routes(spec, src, dst),
+        dag.add(src, dst, spec.wire(size), (), base + spec.hop_s(src, dst), _routes(spec, src, dst, job),
                 f"direct.{spec.op}", spec.cta_Bps(src, dst, ctas))
 
 
-def _routes(spec: CollectiveSpec, src: str, dst: str) -> tuple[Route, ...] | None:
+def _routes(spec: CollectiveSpec, src: str, dst: str, job: frozenset[str]) -> tuple[Route, ...] | None:
     """A transfer's routes: across the network out of the sender's NIC and into the receiver's, as
-    NCCL's p2p connections pick them (``topology.nics.net_routes``); None (every shortest route)
-    within a node."""
-    return net_routes(spec.fabric, src, dst) if link_kind(spec.fabric, src, dst) == "network" else None
+    NCCL's p2p connections pick them among the NICs the call's GPUs (``job``) share
+    (``topology.nics.net_routes``); None (every shortest route) within a node."""
+    return net_routes(spec.fabric, src, dst, job) if link_kind(spec.fabric, src, dst) == "network" else None
 
 
 RECORD = AlgorithmRecord(

@@ -172,6 +172,15 @@ def tree_parents(fabric: Fabric, gpus: tuple[str, ...], channel: int) -> list[di
     return out
 
 
+def job_set(fabric: Fabric, gpus) -> frozenset[str]:
+    """The GPUs of a call as a set, cached on the fabric per GPU tuple (every transfer asks)."""
+    key = ("rails.job", tuple(gpus))
+    found = fabric.route_cache.get(key)
+    if found is None:
+        found = fabric.route_cache[key] = frozenset(gpus)
+    return found
+
+
 def pxn_relay(fabric: Fabric, gpus: tuple[str, ...], src: str, dst: str) -> str | None:
     """PXN (NCCL src/graph/paths.cc: a GPU reaches a NIC through an NVLink peer on its node,
     ``ncclTopoGetPxnRanks``; on by default, ``NCCL_PXN_DISABLE=1`` turns it off): the GPU of the
@@ -193,12 +202,13 @@ def pxn_relay(fabric: Fabric, gpus: tuple[str, ...], src: str, dst: str) -> str 
         node = next(n for n in nodes_of(fabric, gpus) if fabric.nodes[n[0]].group == group)
         far = next(n for n in nodes_of(fabric, gpus) if fabric.nodes[n[0]].group == fabric.nodes[dst].group)
         j = far.index(dst)
-        own = net_hops(fabric, src, dst)
+        job = job_set(fabric, gpus)
+        own = net_hops(fabric, src, dst, job)
         host = layout(fabric).unit_of["tray"]
         peers = [g for g in node if g != src and host[g] == host[src] and link_kind(fabric, src, g) == "nvlink"]
-        best = min(peers, default=None, key=lambda g: (net_hops(fabric, g, dst), hop_count(fabric, src, g),
+        best = min(peers, default=None, key=lambda g: (net_hops(fabric, g, dst, job), hop_count(fabric, src, g),
                                                       node.index(g) != j, node.index(g)))
-        if best is not None and net_hops(fabric, best, dst) < own:
+        if best is not None and net_hops(fabric, best, dst, job) < own:
             relay = best
     cache[key] = relay
     return relay
