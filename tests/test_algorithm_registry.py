@@ -71,10 +71,10 @@ def oneshot(tmp_path):
 def test_shipped_records_are_the_registry_in_order():
     """Each shipped algorithm's file declares the record the registry holds, in ``SHIPPED`` order."""
     assert tuple(ALGORITHMS) == ALGORITHM_NAMES == ("ring", "tree", "direct", "nvls", "nvls_tree", "collnet_chain",
-                                                    "hierarchical")
+                                                    "pat", "hierarchical")
     assert all(ALGORITHMS[m.RECORD.name] is m.RECORD for m in SHIPPED)
     assert [m.RECORD.name for m in SHIPPED] == list(ALGORITHM_NAMES)
-    assert algorithm_help() == ("ring, tree, direct, nvls, nvls_tree, collnet_chain, hierarchical or auto; a comma "
+    assert algorithm_help() == ("ring, tree, direct, nvls, nvls_tree, collnet_chain, pat, hierarchical or auto; a comma "
                                 "list lets the tuner choose among those, ^ and a list among the others")
     assert algorithm_help(details=True).splitlines()[0].startswith("ring: ")
 
@@ -88,7 +88,7 @@ def test_a_new_algorithm_from_its_own_file_builds_and_runs_at_its_closed_form(on
     gpus, n, S = tuple(fabric.gpus[:8]), 8, 1 << 30
     assert ALGORITHM_NAMES + ("oneshot_gather",) == tuple(ALGORITHMS) and check_algo("oneshot_gather")
     assert algorithm_help().startswith(
-        "ring, tree, direct, nvls, nvls_tree, collnet_chain, hierarchical, oneshot_gather or auto;")
+        "ring, tree, direct, nvls, nvls_tree, collnet_chain, pat, hierarchical, oneshot_gather or auto;")
     work = build_collective(fabric, gpus, "all_gather", S, algo="oneshot_gather", protocol="ideal")
     assert work.meta["algo"] == "oneshot_gather" and len(work.transfers) == n * (n - 1)
     assert work.meta["channels"] == 32  # the record's CTA rule: Hopper's point-to-point channels

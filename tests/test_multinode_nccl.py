@@ -540,3 +540,59 @@ def test_packet_and_flow_engines_agree_on_nccls_multi_node_algorithms(hopper, al
                                        protocol="Simple"))[0] for e in ("flow", "packet")}
     assert rows["packet"]["engine"] == "packet" and rows["flow"]["algo"] == rows["packet"]["algo"] == algo
     assert rows["packet"]["time_us"] == pytest.approx(rows["flow"]["time_us"], rel=0.05)
+
+
+# ---- PAT ---------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("n", [2, 3, 5, 8, 9, 16, 31])
+def test_pat_dimensions_bring_every_block_to_every_rank_in_log2_steps(n):
+    """PAT's binomial trees over distances 2^d: ceil(log2 n) steps, n - 1 blocks sent per rank (as
+    the ring), and after the last step every rank holds every block exactly once."""
+    from simulator.workloads.collectives.pat import dimensions
+    steps = dimensions(n)
+    assert len(steps) == math.ceil(math.log2(n)) and sum(b for _, b in steps) == n - 1
+    held = [[r] for r in range(n)]
+    for distance, blocks in steps:
+        sent = [held[r][:blocks] for r in range(n)]
+        for r in range(n):
+            held[(r - distance) % n] = held[(r - distance) % n] + sent[r]
+    assert all(sorted(h) == list(range(n)) for h in held)
+
+
+def test_pat_runs_at_one_gpu_per_node_with_nccls_latency(hopper):
+    """ncclPatEnable: nNodes == nRanks. Latency (ncclTopoTuneModel): 8 us + 2.8 us per rank before
+    the first step, then each of the log2 n steps at interLat / 3.5 (NET Tree Simple 14 us / 3.5)
+    plus the flag handoff."""
+    from simulator.workloads.collectives.registry import why_not
+    table = load_protocols()
+    assert "one GPU per node" in why_not(hopper, per_node(hopper, 2, 4), "all_gather", "pat", "Simple", table)
+    gpus = per_node(hopper, 8, 1)
+    w = build_collective(hopper, gpus, "all_gather", 1 << 20, "pat", "Simple")
+    first = [t for t in w.transfers if t.tag.endswith(".d1")]
+    later = [t for t in w.transfers if not t.tag.endswith(".d1")]
+    side = GpuSide.of(hopper, gpus)
+    assert len(first) == len(later) / 2 == 8 and {t.tag for t in later} == {"pat.all_gather.d2", "pat.all_gather.d4"}
+    assert {round(t.delay_s * 1e6, 6) for t in first} == {round(8 + 8 * 2.8 + 4.0 + side.flag_s * 1e6, 6)}
+    assert {round(t.delay_s * 1e6, 6) for t in later} == {round(4.0 + side.flag_s * 1e6, 6)}
+    assert all(t.deps for t in later)  # a step sends what the step before brought
+
+
+def test_tuner_runs_pat_small_and_ring_large_at_one_gpu_per_node(hopper):
+    """NCCL rates PAT at 0.75 of its channels' bus bandwidth where Ring takes n / (n - 1): PAT's
+    log2 n steps win small calls, Ring large ones; both move the same bytes, so the large-call
+    rates agree."""
+    from simulator.engine.flow import run_flow
+    from simulator.metrics.collective_stats import row
+    gpus = per_node(hopper, 8, 1)
+    for op in ("all_gather", "reduce_scatter"):
+        assert [_algo(hopper, gpus, op, s) for s in (1 << 10, 1 << 20, 1 << 28, 1 << 31)] == [
+            "pat", "pat", "ring", "ring"]
+    rates = []
+    for algo in ("pat", "ring"):
+        w = build_collective(hopper, gpus, "all_gather", 1 << 31, algo, "Simple")
+        rates.append(row(w, run_flow(hopper, w)).busbw_GBps)
+    assert rates[0] == pytest.approx(rates[1], rel=0.02)
+
+
+def _algo(fabric, gpus, op, nbytes) -> str:
+    return build_collective(fabric, gpus, op, nbytes).meta["algo"]

@@ -92,7 +92,7 @@ LAB = "name: s\nbase:\n  credit_lab: {}\naxes:\n"
 
 @pytest.mark.parametrize("text, words", [
     (BENCH + "  algo: [ring, rign]\n", "algo = 'rign': unknown algo 'rign'; choose auto, ring, tree, direct, nvls, "
-                                       "nvls_tree, collnet_chain, hierarchical; did you mean 'ring'?"),
+                                       "nvls_tree, collnet_chain, pat, hierarchical; did you mean 'ring'?"),
     (BENCH + "  op: [all_reduce, allreduce]\n", "op = 'allreduce': unknown op 'allreduce'"),
     (BENCH + "  protocol: [Simple, simpel]\n", "did you mean 'Simple'?"),
     (BENCH + "  gpus: [8, 100000]\n", "gpus = 100000: HGX H100 has 8 GPUs, asked for 100000"),

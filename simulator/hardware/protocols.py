@@ -48,6 +48,8 @@ class ProtocolTable:
     hop_latency_s: Mapping[str, Mapping[str, tuple[float, float, float]]]
     """Link kind (nvlink/pcie/network) -> algorithm -> per-step latency per protocol (s)."""
     supported: Mapping[str, tuple[str, ...]]
+    per_rank_latency_s: Mapping[str, tuple[float, float, float]]
+    """Algorithm -> latency per rank of the call per protocol [LL, LL128, Simple] (s); none: 0."""
     nvls_efficiency: Mapping[str, float]
     """GPU architecture -> in-switch reduction efficiency (data rate / link payload rate)."""
     architecture_of_link: Mapping[str, str]
@@ -76,6 +78,12 @@ class ProtocolTable:
             return 0.0
         by_algo = self.hop_latency_s.get(link_kind) or self.hop_latency_s["nvlink"]
         return by_algo[algo][self._index(protocol)]
+
+    def per_rank_s(self, algo: str, protocol: str) -> float:
+        """Latency one call adds per rank (s): NCCL's linear terms (PAT); 0 for most algorithms."""
+        if protocol == IDEAL or algo not in self.per_rank_latency_s:
+            return 0.0
+        return self.per_rank_latency_s[algo][self._index(protocol)]
 
     def supports(self, algo: str, protocol: str) -> bool:
         return protocol in self.supported.get(algo, ())
@@ -108,12 +116,15 @@ def parse_table(raw: dict) -> ProtocolTable:
     hop = {k: MappingProxyType({a: _triple(e, f"hop_latency_us.{k}.{a}") for a, e in algos.items()})
            for k, algos in raw["hop_latency_us"].items()}
     sources = {f"base.{a}": e["source"] for a, e in raw["base_latency_us"].items()}
+    per_rank = {a: _triple(e, f"per_rank_latency_us.{a}") for a, e in raw.get("per_rank_latency_us", {}).items()}
+    sources.update({f"per_rank.{a}": e["source"] for a, e in raw.get("per_rank_latency_us", {}).items()})
     nvls = {arch: float(e["value"]) for arch, e in raw["nvls_efficiency"].items()}
     sources.update({f"nvls.{arch}": e["source"] for arch, e in raw["nvls_efficiency"].items()})
     return ProtocolTable(
         protocols=MappingProxyType(protos), base_latency_s=MappingProxyType(base),
         hop_latency_s=MappingProxyType(hop),
         supported=MappingProxyType({a: tuple(p) for a, p in raw["supported"].items()}),
+        per_rank_latency_s=MappingProxyType(per_rank),
         nvls_efficiency=MappingProxyType(nvls),
         architecture_of_link=MappingProxyType(dict(raw["architecture_of_link"])),
         sources=MappingProxyType(sources))

@@ -16,7 +16,7 @@ from simulator.engine.transfer import Workload
 from simulator.errors import InputError, unknown_choice
 from simulator.hardware.protocols import IDEAL, PROTOCOL_NAMES, ProtocolTable, load_protocols
 from simulator.topology.fabric import Fabric
-from simulator.workloads.collectives import collnet_chain, direct, hierarchical, nvls, nvls_tree, ring, tree
+from simulator.workloads.collectives import collnet_chain, direct, hierarchical, nvls, nvls_tree, pat, ring, tree
 from simulator.workloads.collectives.base import DEFAULT_CHUNK_BYTES, DEFAULT_WINDOW, GRANULARITIES, check_gpus
 from simulator.workloads.collectives.build import build_algorithm
 from simulator.workloads.collectives.ops import OPS, busbw_factor, check_op
@@ -24,7 +24,7 @@ from simulator.workloads.collectives.registry import (ALGORITHMS, AlgorithmRecor
                                                       choices, register, unregister, why_not)
 from simulator.workloads.collectives.tuner import choose
 
-SHIPPED = (ring, tree, direct, nvls, nvls_tree, collnet_chain, hierarchical)
+SHIPPED = (ring, tree, direct, nvls, nvls_tree, collnet_chain, pat, hierarchical)
 """The algorithms' modules, each declaring its ``RECORD``, in registry order: the tuner's tie order
 (``tuner.choose``) and the order of every listing (``ALGORITHM_NAMES``, ``algorithm_help``)."""
 for _module in SHIPPED:

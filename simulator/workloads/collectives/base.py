@@ -21,6 +21,7 @@ from simulator.engine.transfer import Transfer, Workload
 from simulator.errors import InputError
 from simulator.hardware.protocols import IDEAL, Protocol, ProtocolTable
 from simulator.topology.fabric import Fabric
+from simulator.topology.nics import net_routes
 from simulator.topology.routing import Route, equal_cost_routes, route_latency_s, route_weights
 from simulator.workloads.collectives.gpu_side import GpuSide
 
@@ -240,6 +241,13 @@ def link_kind(fabric: Fabric, src: str, dst: str) -> str:
 def route_lat_s(fabric: Fabric, src: str, dst: str) -> float:
     """Zero-load latency of the slowest equal-cost route (s)."""
     return pair_facts(fabric, src, dst).latency_s
+
+
+def p2p_routes(fabric: Fabric, src: str, dst: str, job: frozenset[str]) -> tuple[Route, ...] | None:
+    """A point-to-point connection's routes: across the network out of the sender's NIC and into
+    the receiver's, as NCCL picks them among the NICs the call's GPUs (``job``) share
+    (``topology.nics.net_routes``); None (every shortest route) within a node."""
+    return net_routes(fabric, src, dst, job) if link_kind(fabric, src, dst) == "network" else None
 
 
 def channel_paths(fabric: Fabric, src: str, dst: str, channel: int, channels: int) -> tuple[Route, ...]:

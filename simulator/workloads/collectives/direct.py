@@ -19,9 +19,7 @@ network then carries it on one leaf instead of a spine.
 
 from __future__ import annotations
 
-from simulator.topology.nics import net_routes
-from simulator.topology.routing import Route
-from simulator.workloads.collectives.base import CollectiveSpec, DagBuilder, link_kind, route_lat_s
+from simulator.workloads.collectives.base import CollectiveSpec, DagBuilder, p2p_routes, route_lat_s
 from simulator.workloads.collectives.gpu_side import CtaRule
 from simulator.workloads.collectives.ops import P2P_OPS
 from simulator.workloads.collectives.rails import job_set, pxn_relay, rail_nodes
@@ -64,19 +62,12 @@ def build(spec: CollectiveSpec, dag: DagBuilder) -> None:
             if spec.builds(src, relay):
                 dag.add(src, relay, spec.wire(size), (), first, None, f"direct.{spec.op}.pxn", rate)
             dag.add(relay, dst, spec.wire(size), (), first + route_lat_s(spec.fabric, src, relay)
-                    + spec.hop_s(relay, dst), _routes(spec, relay, dst, job), f"direct.{spec.op}", rate)
+                    + spec.hop_s(relay, dst), p2p_routes(spec.fabric, relay, dst, job), f"direct.{spec.op}", rate)
             continue
         if not spec.builds(src, dst):
             continue
-        dag.add(src, dst, spec.wire(size), (), base + spec.hop_s(src, dst), _routes(spec, src, dst, job),
+        dag.add(src, dst, spec.wire(size), (), base + spec.hop_s(src, dst), p2p_routes(spec.fabric, src, dst, job),
                 f"direct.{spec.op}", spec.cta_Bps(src, dst, ctas))
-
-
-def _routes(spec: CollectiveSpec, src: str, dst: str, job: frozenset[str]) -> tuple[Route, ...] | None:
-    """A transfer's routes: across the network out of the sender's NIC and into the receiver's, as
-    NCCL's p2p connections pick them among the NICs the call's GPUs (``job``) share
-    (``topology.nics.net_routes``); None (every shortest route) within a node."""
-    return net_routes(spec.fabric, src, dst, job) if link_kind(spec.fabric, src, dst) == "network" else None
 
 
 RECORD = AlgorithmRecord(

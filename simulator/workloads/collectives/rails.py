@@ -172,6 +172,19 @@ def tree_parents(fabric: Fabric, gpus: tuple[str, ...], channel: int) -> list[di
     return out
 
 
+def one_gpu_per_node(fabric: Fabric, gpus) -> bool:
+    """Every node (``Node.group``) holds one of the GPUs, there are several, and they are joined by
+    the scale-out network (NCCL's nNodes == nRanks); cached on the fabric per GPU tuple."""
+    key = ("rails.ppn1", tuple(gpus))
+    cache = fabric.route_cache
+    value = cache.get(key)
+    if value is None:
+        nodes = nodes_of(fabric, gpus)
+        value = cache[key] = (len(nodes) > 1 and max(len(n) for n in nodes) == 1
+                              and link_kind(fabric, nodes[0][0], nodes[1][0]) == "network")
+    return value
+
+
 def job_set(fabric: Fabric, gpus) -> frozenset[str]:
     """The GPUs of a call as a set, cached on the fabric per GPU tuple (every transfer asks)."""
     key = ("rails.job", tuple(gpus))

@@ -57,12 +57,14 @@ class AlgorithmRecord:
     """The NCCL_ALGO value naming this algorithm (NCCL src/enqueue.cc, ``ncclAlgoStr``: Tree, Ring,
     CollNetDirect, CollNetChain, NVLS, NVLSTree, PAT; case-insensitive as NCCL reads it), so a logged
     run's setting maps to it; "": NCCL has no algorithm of that one name."""
-    nccl_rating: Callable[[int], float] | None = None
-    """Across more than two nodes, the algbw NCCL's tuner rates this algorithm at per unit of the
-    network bandwidth of its channels, for ``n`` ranks (src/graph/tuning.cc ``ncclTopoTuneModel``,
-    nNodes > 2, where Ring and Tree both take ``bwInter`` of graphs of one channel count: Ring
-    nRanks / nsteps = n / (2(n-1)), Tree all_reduce busBw x 0.92 then x 0.5). The tuner ranks the
-    rated candidates as NCCL does (``tuner.choose``); None: by its estimate alone."""
+    nccl_rating: Callable[[int, str], float] | None = None
+    """The algbw NCCL's tuner rates this algorithm at per unit of the bus bandwidth of its channels,
+    for ``n`` ranks and an op (src/graph/tuning.cc ``ncclTopoTuneModel``: across more than two
+    nodes Ring and Tree both take ``bwInter`` of graphs of one channel count, and at one GPU per
+    node PAT and Ring one bandwidth: Ring nRanks / nsteps, n / (2(n-1)) for all_reduce and
+    n / (n-1) for all_gather and reduce_scatter; Tree all_reduce busBw x 0.92 then x 0.5; PAT
+    busBw x 0.75, not converted). The tuner ranks the rated candidates as NCCL does
+    (``tuner.choose``); None: by its estimate alone."""
     table_row: str = ""
     """The protocol table's algorithm row (``parts/protocols.yaml``) giving the protocols it runs and
     its base and step latencies; "": its own name."""

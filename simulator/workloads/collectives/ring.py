@@ -13,11 +13,13 @@ from __future__ import annotations
 
 from simulator.workloads.collectives.base import (CollectiveSpec, DagBuilder, channel_paths, dealt_paths,
                                                   link_kind, n_chunks, route_lat_s)
-from simulator.workloads.collectives.rails import nodes_of, ring_orders
+from simulator.workloads.collectives.rails import nodes_of, one_gpu_per_node, ring_orders
 from simulator.workloads.collectives.gpu_side import CtaRule
 from simulator.workloads.collectives.registry import AlgorithmRecord
 
 OPS = frozenset({"all_reduce", "reduce_scatter", "all_gather", "broadcast", "reduce"})
+ONE_PASS = frozenset({"reduce_scatter", "all_gather"})
+"""The ring ops of n - 1 steps (NCCL's nsteps; all_reduce takes 2(n - 1), broadcast and reduce n)."""
 Done = dict[str, list[int]]
 """GPU -> ids of the transfers after which that GPU's part of a phase is complete."""
 
@@ -107,17 +109,11 @@ def ring_hop_s(spec: CollectiveSpec, src: str, dst: str) -> float:
 
 
 def one_per_node(spec: CollectiveSpec) -> bool:
-    """Every node holds one GPU of the call and there are several nodes: NCCL then times a ring's
-    network steps at the Tree row's network latency ("With ppn=1 latencies are fully exposed, use
-    the Tree network latency", src/graph/tuning.cc ``ncclTopoTuneModel``): no NVLink steps between
-    them hide the network's."""
-    key = ("ring.ppn1", spec.gpus)
-    cache = spec.fabric.route_cache
-    value = cache.get(key)
-    if value is None:
-        nodes = nodes_of(spec.fabric, spec.gpus)
-        value = cache[key] = len(nodes) > 1 and max(len(n) for n in nodes) == 1
-    return value
+    """Every node holds one GPU of the call and there are several nodes (``rails.one_gpu_per_node``):
+    NCCL then times a ring's network steps at the Tree row's network latency ("With ppn=1 latencies
+    are fully exposed, use the Tree network latency", src/graph/tuning.cc ``ncclTopoTuneModel``): no
+    NVLink steps between them hide the network's."""
+    return one_gpu_per_node(spec.fabric, spec.gpus)
 
 
 def _chunked(dag, spec, orders, steps, per_channel, after, tag, base_s, done, program) -> None:
@@ -225,6 +221,7 @@ def build(spec: CollectiveSpec, dag: DagBuilder) -> None:
 
 RECORD = AlgorithmRecord(
     "ring", OPS, build, "NCCL Ring: each rank sends to its successor, every channel around its own ring",
-    ctas=CtaRule(ll_per_rank=True), rail_aware=True, nccl_algo="Ring", nccl_rating=lambda n: n / (2 * (n - 1)))
+    ctas=CtaRule(ll_per_rank=True), rail_aware=True, nccl_algo="Ring",
+    nccl_rating=lambda n, op: n / (2 * (n - 1)) if op == "all_reduce" else n / (n - 1) if op in ONE_PASS else 1.0)
 """Ring's rules: NCCL's collective channels, fewer for small calls (LL's threshold per rank);
 rail-aware rings on multi-node fabrics; ``auto`` considers it everywhere."""

@@ -177,7 +177,7 @@ def _leaves_first(parent: dict[str, str], children: dict[str, list[str]]) -> lis
 
 RECORD = AlgorithmRecord(
     "tree", OPS, build, "NCCL Tree: all_reduce up and down a double binary tree, across nodes",
-    auto_multi_node_only=True, rail_aware=True, nccl_algo="Tree", nccl_rating=lambda n: 0.92 * 0.5)
+    auto_multi_node_only=True, rail_aware=True, nccl_algo="Tree", nccl_rating=lambda n, op: 0.92 * 0.5)
 """Tree's rules: NCCL's collective channels, fewer for small calls; rail-aware trees on multi-node
 fabrics; ``auto`` considers it only across nodes joined by the network (inside one NVLink domain
 NCCL runs Ring or NVLS: measured, 2x H200, NCCL 2.28), rated across more than two nodes as NCCL's

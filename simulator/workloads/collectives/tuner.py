@@ -27,7 +27,7 @@ from simulator.topology.placement import layout
 from simulator.topology.routing import equal_cost_routes, route_latency_s, route_shares
 from simulator.workloads.collectives.build import build_algorithm
 from simulator.workloads.collectives.gpu_side import GpuSide
-from simulator.workloads.collectives.rails import even, rail_nodes
+from simulator.workloads.collectives.rails import even, one_gpu_per_node, rail_nodes
 from simulator.workloads.collectives.registry import ALGORITHMS, choices, why_not
 
 
@@ -162,7 +162,8 @@ def choose(fabric: Fabric, gpus: tuple[str, ...], op: str, nbytes: int, algo: st
     protocol of efficiency e moves e_built / e times the wire bytes of a built one over every
     channel: its estimate is at least that multiple of the built one's ``load_s`` (less one byte
     of rounding per transfer). ``skip``: a candidate whose bound exceeds the best estimate so far
-    is not built (it cannot win); at 1 GiB that leaves LL unbuilt. Across more than two nodes the
+    is not built (it cannot win); at 1 GiB that leaves LL unbuilt. Across more than two nodes, and at
+    one GPU per node, the
     candidates NCCL rates by one network bandwidth (``AlgorithmRecord.nccl_rating``: ring, tree)
     are ranked as NCCL ranks them (``nccl_rated_extra_s``); the time returned is the estimate."""
     listed = choices(algo)  # None: one algorithm asked for
@@ -177,7 +178,9 @@ def choose(fabric: Fabric, gpus: tuple[str, ...], op: str, nbytes: int, algo: st
     best: tuple[tuple[float, int], str, str, Workload, float] | None = None
     reasons: list[str] = []
     nodes = rail_nodes(fabric, gpus)
-    rated = nodes is not None and len(nodes) > 2  # NCCL rates Ring and Tree by one network bandwidth
+    # NCCL rates its candidates by one bandwidth per channel across more than two nodes (bwInter) and
+    # at one GPU per node, where every graph is the GPU's path to its NICs
+    rated = (nodes is not None and len(nodes) > 2) or one_gpu_per_node(fabric, gpus)
     reference: list[float] = []  # the first rated candidate's load time x wire efficiency x rating
     for i, a in enumerate(algos):
         record = ALGORITHMS.get(a)  # None: why_not says so
@@ -202,7 +205,7 @@ def choose(fabric: Fabric, gpus: tuple[str, ...], op: str, nbytes: int, algo: st
                 built = (workload.meta["channels"], efficiency, guess)
             rank = guess.time_s
             if rated and listed is not None and record.nccl_rating is not None:
-                rank += nccl_rated_extra_s(guess, record.nccl_rating(len(gpus)) * efficiency, reference)
+                rank += nccl_rated_extra_s(guess, record.nccl_rating(len(gpus), op) * efficiency, reference)
             key = (rank, i * len(PROTOCOL_NAMES) + protos.index(p))
             if best is None or key < best[0]:
                 best = (key, a, p, workload, guess.time_s)
