@@ -115,7 +115,9 @@ def test_nccl_algo_lists_and_exclusions_leave_the_tuner_a_choice():
     assert algo("^NVLS") == ("^nvls", "the tuner chooses among the others")
     assert algo("Ring,Tree") == ("ring,tree", "the tuner chooses among ring, tree")
     assert algo("ring,CollNetDirect") == ("ring", "--algo ring; collnetdirect not modelled, left out")
-    assert algo("PAT") == ("auto", "names no fabricsim algorithm; pat not modelled, left out; the tuner chooses")
+    assert algo("PAT") == ("pat", "--algo pat")
+    assert algo("CollNetDirect") == ("auto", "names no fabricsim algorithm; collnetdirect not modelled, left out; "
+                                             "the tuner chooses")
     assert algo("allgather:ring") == ("ring", "--algo ring")  # MPI_RUN is all_gather
     assert algo("allreduce:tree") == ("auto", "names other functions only; the tuner chooses")
     from simulator.runner.nccl_tests_validation import nccl_algo_choice
