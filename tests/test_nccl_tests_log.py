@@ -381,3 +381,25 @@ def test_an_off_setting_read_off_a_sentence_is_off():
     settings = settings_for(parse_text(text)[0])
     assert settings.algo == "^nvls,nvls_tree"
     assert any("left out of the tuner's choice" in note for note in settings.notes)
+
+
+def test_a_log_of_an_older_nccl_leaves_out_the_algorithms_it_did_not_have(tmp_path):
+    """NCCL 2.16 predates NVLS (2.17), NVLSTree (2.18) and PAT (2.23) (the first tags defining their
+    NCCL_ALGO_* ids): an all_reduce on 8 H100s then runs ring, as that NCCL did, where 2.27's NVLS
+    would be fabricsim's choice; a 2.27 log keeps them all."""
+    body = ("# nccl-tests version 2.13.6 nccl-headers={v} nccl-library={v}\n"
+            "# Collective test starting: all_reduce_perf\n#\n"
+            "#       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw   busbw #wrong\n"
+            "#        (B)    (elements)                               (us)  (GB/s)  (GB/s)            (us)  (GB/s)  (GB/s)\n"
+            "  1073741824     268435456     float     sum      -1   5000.0  214.75  375.81      0   5000.0  214.75  375.81      0\n")
+    old, new = (parse_text(body.format(v=v), f"{v}.log", gpus=8)[0] for v in (21603, 22703))
+    settings = settings_for(old)
+    assert settings.algo == "^nvls,nvls_tree,pat"
+    assert settings.notes == ("NCCL 2.16.3 (the log's, older than these algorithms): nvls, nvls_tree and pat left "
+                              "out of the tuner's choice",)
+    assert settings_for(new).algo == "auto" and settings_for(new).notes == ()
+    assert settings_for(old, algo="nvls").algo == "nvls"  # asked for by name: as asked
+    from simulator.runner.nccl_tests_validation import compare_run
+    from simulator.api import load_topology
+    (row,) = compare_run(load_topology("hgx_h100"), old, engine="flow")
+    assert row["algo"] == "ring"

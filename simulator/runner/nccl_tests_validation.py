@@ -175,10 +175,42 @@ def gpu_note(run: NcclTestsRun, architectures: Mapping[str, str]) -> str | None:
     return None
 
 
+def leave_out(algo: str, names: tuple[str, ...], why: str) -> tuple[str, str]:
+    """``algo`` (auto, a choice list or one algorithm) without the algorithms ``names`` (those a
+    setting or the log's NCCL version rules out; ``why`` names the cause), and what became of it."""
+    listed = choices(algo)
+    if listed is None:
+        if algo in names:
+            return algo, f"not applied; the algorithm is {algo}, as asked"
+        return algo, f"no matter here, the algorithm is {algo}"
+    kept = [a for a in listed if a not in names]
+    if not kept:
+        return algo, f"not applied; every algorithm of {algo} is ruled out by {why}"
+    out = ("^" + ",".join(a for a in ALGORITHMS if a not in kept)) if algo == "auto" or algo.startswith("^") \
+        else ",".join(kept)
+    return out, f"{_and([n for n in names if n in listed])} left out of the tuner's choice"
+
+
+def _and(names: list[str]) -> str:
+    """``a``, ``a and b``, ``a, b and c``."""
+    return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
+
+
+def newer_than(version: str | None) -> tuple[str, ...]:
+    """The algorithms an NCCL of ``version`` (``2.16.2``) did not have yet (``nccl_since``), in
+    registry order; () for an unknown or unreadable version."""
+    parts = (version or "").split(".")
+    if len(parts) < 2 or not all(p.isdigit() for p in parts[:2]):
+        return ()
+    have = (int(parts[0]), int(parts[1]))
+    return tuple(r.name for r in ALGORITHMS.values() if r.nccl_since is not None and have < r.nccl_since)
+
+
 def settings_for(run: NcclTestsRun, algo: str = "auto", protocol: str = "auto") -> RunSettings:
     """Flags win; ``auto`` takes NCCL_ALGO / NCCL_PROTO from the log (or ``--env``: one algorithm,
     a list or an exclusion, per function where the value says so), NCCL_NVLS_ENABLE=0 leaves NVLS
-    and NVLSTree out of the tuner's choice, and NCCL_MIN_NCHANNELS = NCCL_MAX_NCHANNELS = N gives N
+    and NVLSTree out of the tuner's choice, so does a log's NCCL older than an algorithm
+    (``AlgorithmRecord.nccl_since``), and NCCL_MIN_NCHANNELS = NCCL_MAX_NCHANNELS = N gives N
     channels (as ``bench --channels N``)."""
     notes = []
     found = run.setting("NCCL_ALGO")
@@ -210,20 +242,15 @@ def settings_for(run: NcclTestsRun, algo: str = "auto", protocol: str = "auto") 
     found = run.setting("NCCL_NVLS_ENABLE")
     if found is not None:
         value, where = found[0], _where(found[1])
-        listed = choices(algo)
         if not _off(value):
             notes.append(f"NCCL_NVLS_ENABLE={value} ({where}): NVLS where the GPUs support it, as fabricsim's default")
-        elif listed is None:
-            if algo in NVLS_RECORDS:
-                notes.append(f"NCCL_NVLS_ENABLE={value} ({where}): not applied; the algorithm is {algo}, as asked")
-            else:
-                notes.append(f"NCCL_NVLS_ENABLE={value} ({where}): no matter here, the algorithm is {algo}")
-        elif not (kept := [a for a in listed if a not in NVLS_RECORDS]):
-            notes.append(f"NCCL_NVLS_ENABLE={value} ({where}): not applied; every algorithm of {algo} is NVLS")
         else:
-            algo = ",".join(kept) if algo != "auto" else "^" + ",".join(NVLS_RECORDS)
-            notes.append(f"NCCL_NVLS_ENABLE={value} ({where}): {' and '.join(NVLS_RECORDS)} left out of the "
-                         "tuner's choice")
+            algo, what = leave_out(algo, NVLS_RECORDS, "NVLS")
+            notes.append(f"NCCL_NVLS_ENABLE={value} ({where}): {what}")
+    newer = newer_than(run.nccl_version)
+    if newer:
+        algo, what = leave_out(algo, newer, f"NCCL {run.nccl_version}")
+        notes.append(f"NCCL {run.nccl_version} (the log's, older than these algorithms): {what}")
     for var, (off, on) in SWITCH_NOTES.items():
         found = run.setting(var)
         if found is not None:

@@ -95,7 +95,8 @@ def build(spec: CollectiveSpec, dag: DagBuilder) -> None:
 
 RECORD = AlgorithmRecord(
     "collnet_chain", OPS, build, "NCCL CollNetChain: each node's chain, reduced across nodes in the switch (SHARP)",
-    applicable=applicable, auto_ops=frozenset(), rail_aware=True, nccl_algo="CollNetChain")
+    applicable=applicable, auto_ops=frozenset(), rail_aware=True, nccl_algo="CollNetChain",
+    nccl_since=(2, 14))
 """CollNetChain's rules: NCCL's collective channels, fewer for small calls, rounded to the rails;
 ``auto`` never considers it: NCCL runs CollNet only with NCCL_COLLNET_ENABLE=1 and its SHARP plugin,
 so it runs by name (``--algo collnet_chain``, a log's NCCL_ALGO=CollNetChain). Simple only

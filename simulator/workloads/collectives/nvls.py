@@ -233,6 +233,6 @@ def _chunked(dag, spec, sw, members, by_gpu, eff, shares, base) -> None:
 
 RECORD = AlgorithmRecord(
     "nvls", OPS, build, "NVLink SHARP: in-switch reduction and multicast inside one NVLink domain",
-    applicable=applicable, ctas=CtaRule(pool="nvls_channels", by_size=False), nccl_algo="NVLS")
+    applicable=applicable, ctas=CtaRule(pool="nvls_channels", by_size=False), nccl_algo="NVLS", nccl_since=(2, 17))
 """NVLS's rules: the architecture's NVLS channels at every size; only where ``applicable`` finds
 reduction switches every rank reaches."""

@@ -111,7 +111,7 @@ def build(spec: CollectiveSpec, dag: DagBuilder) -> None:
 RECORD = AlgorithmRecord(
     "nvls_tree", OPS, build, "NCCL NVLSTree: NVLS inside each node, double binary trees between nodes' heads",
     applicable=applicable, ctas=CtaRule(pool="nvls_tree_channels", by_size=False), auto_multi_node_only=True,
-    nccl_algo="NVLSTree")
+    nccl_algo="NVLSTree", nccl_since=(2, 18))
 """NVLSTree's rules: the architecture's NVLS channels across nodes at every size (as NVLS);
 ``auto`` considers it only across nodes joined by the network, where ``applicable`` finds NVLS
 inside every node (NCCL disables NVLSTree on one node, src/graph/tuning.cc)."""

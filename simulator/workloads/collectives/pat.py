@@ -69,6 +69,6 @@ def build(spec: CollectiveSpec, dag: DagBuilder) -> None:
 
 RECORD = AlgorithmRecord(
     "pat", OPS, build, "NCCL PAT: binomial trees over rank distances 2^d, at one GPU per node",
-    applicable=applicable, nccl_algo="PAT", nccl_rating=lambda n, op: 0.75)
+    applicable=applicable, nccl_algo="PAT", nccl_rating=lambda n, op: 0.75, nccl_since=(2, 23))
 """PAT's rules: NCCL's collective channels; ``auto`` considers it wherever it runs (one GPU per
 node), ranked against Ring by NCCL's bandwidth rating; Simple only (``ncclPatEnable``)."""

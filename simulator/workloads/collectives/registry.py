@@ -65,6 +65,10 @@ class AlgorithmRecord:
     n / (n-1) for all_gather and reduce_scatter; Tree all_reduce busBw x 0.92 then x 0.5; PAT
     busBw x 0.75, not converted). The tuner ranks the rated candidates as NCCL does
     (``tuner.choose``); None: by its estimate alone."""
+    nccl_since: tuple[int, int] | None = None
+    """The NCCL release (major, minor) that brought the algorithm (the first tag defining its
+    ``NCCL_ALGO_*``: NVLS 2.17, NVLSTree 2.18, CollNetChain 2.14, PAT 2.23); a log of an older NCCL
+    cannot have run it. None: in every NCCL that logs are read from, or not NCCL's."""
     table_row: str = ""
     """The protocol table's algorithm row (``parts/protocols.yaml``) giving the protocols it runs and
     its base and step latencies; "": its own name."""
