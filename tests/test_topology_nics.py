@@ -152,3 +152,17 @@ def test_validate_with_mnnvl_off_runs_trays_as_nodes_bound_by_their_four_nics():
                if c.src == "rack0.nic0" and c.fabric == "network").rate_Bps / 1e9
     for r in run["rows"][-2:]:
         assert 0.97 * 4 * nic <= r["predicted_busbw_GBps"] <= 4 * nic, r
+
+
+def test_mnnvl_off_on_a_rack_without_nics_is_one_error_naming_the_setting():
+    from typer.testing import CliRunner
+
+    from simulator.cli.app import _register, app
+    _register()
+    log = Path(__file__).resolve().parents[1] / "validation" / "nccl-tests" / "gb200_nvl72_all_reduce_72gpu.log"
+    result = CliRunner().invoke(app, ["validate", "--nccl-tests", str(log), "--topology", "gb200_nvl72",
+                                      "--env", "NCCL_MNNVL_ENABLE=0"])
+    assert result.exit_code == 2
+    (line,) = result.output.strip().splitlines()
+    assert "NCCL_MNNVL_ENABLE=0 (--env) makes every compute tray its own node, and GB200 NVL72 joins" in line
+    assert "pick a topology with NICs" in line
