@@ -43,7 +43,12 @@ NETWORK = frozenset({"network"})
 
 def _nearest(fabric: Fabric, start: str, kind: str) -> tuple[str, ...]:
     """The ``kind`` nodes fewest host-side hops from ``start`` (breadth first over every channel but
-    NVLink and network ones, never passing through a GPU or NIC), in name order; () if none."""
+    NVLink and network ones, never passing through a GPU or NIC), in name order; () if none.
+    Cached on the fabric per (start, kind)."""
+    key = ("nics.nearest", start, kind)
+    cached = fabric.route_cache.get(key)
+    if cached is not None:
+        return cached
     seen, frontier, found = {start}, deque([start]), []
     while frontier and not found:
         nxt: deque[str] = deque()
@@ -58,7 +63,8 @@ def _nearest(fabric: Fabric, start: str, kind: str) -> tuple[str, ...]:
                 elif end not in ("gpu", "nic"):
                     nxt.append(ch.dst)
         frontier = nxt
-    return tuple(sorted(found, key=_natural))
+    out = fabric.route_cache[key] = tuple(sorted(found, key=_natural))
+    return out
 
 
 def _natural(name: str) -> tuple:
@@ -70,11 +76,7 @@ def _natural(name: str) -> tuple:
 
 def local_nics(fabric: Fabric, gpu: str) -> tuple[str, ...]:
     """The NICs closest to ``gpu`` on its host (NCCL's local nets), in name order."""
-    key = ("nics.local", gpu)
-    found = fabric.route_cache.get(key)
-    if found is None:
-        found = fabric.route_cache[key] = _nearest(fabric, gpu, "nic")
-    return found
+    return _nearest(fabric, gpu, "nic")
 
 
 def _mirror(value: int, pow2: int) -> int:
@@ -95,7 +97,7 @@ def net_nics(fabric: Fabric, gpu: str, job: Collection[str] | None = None) -> tu
     nets = local_nics(fabric, gpu)
     if not nets:
         return ()
-    near = _sharing(fabric, nets[0])
+    near = _nearest(fabric, nets[0], "gpu")  # NCCL's local GPUs of the first local NET
     sharing = sum(1 for g in near if g in job) if job is not None else len(near)
     key = ("nics.net", gpu, sharing)
     found = fabric.route_cache.get(key)
@@ -106,15 +108,6 @@ def net_nics(fabric: Fabric, gpu: str, job: Collection[str] | None = None) -> tu
         if len(nets) & (len(nets) - 1) == 0:
             start = _mirror(start, len(nets))
         found = fabric.route_cache[key] = tuple(nets[(start + c) % len(nets)] for c in range(per_gpu))
-    return found
-
-
-def _sharing(fabric: Fabric, nic: str) -> tuple[str, ...]:
-    """The GPUs closest to ``nic`` on its host (NCCL's local GPUs of a NET), cached."""
-    key = ("nics.sharing", nic)
-    found = fabric.route_cache.get(key)
-    if found is None:
-        found = fabric.route_cache[key] = _nearest(fabric, nic, "gpu")
     return found
 
 
