@@ -5,12 +5,11 @@ NCCL gives every network connection of a rank one NIC per channel (src/graph/top
 
 - the GPU's local NICs are those of its best path type (``ncclTopoGetLocal``): here the NICs
   fewest host-side hops away (PCIe, C2C; never through another GPU, NIC or the network);
-- the local GPUs of the first of them share them (the communicator's: NCCL's topology holds only its
-  ranks' GPUs, so with one GPU of a server in the job it has both NICs of its PCIe switch): each GPU
-  uses ``DIVUP(local NICs, local GPUs)``
-  (``NCCL_NETDEVS_POLICY=AUTO``), starting at its device index modulo the local GPUs, bit-mirrored
-  when the NIC count is a power of two (``mirrorBits``), channel c taking the next ``c mod`` that
-  many.
+- the local GPUs of the first of them share them (the communicator's: NCCL's topology holds only
+  its ranks' GPUs, so with one GPU of a server in the job it has both NICs of its PCIe switch):
+  each GPU uses ``DIVUP(local NICs, local GPUs)`` (``NCCL_NETDEVS_POLICY=AUTO``), starting at its
+  device index modulo the local GPUs, bit-mirrored when the NIC count is a power of two
+  (``mirrorBits``), channel c taking the next ``c mod`` that many.
 
 A p2p send (``src/graph/search.cc`` ``ncclTopoGetNetDev`` with a peer, PXN off) uses the sender's
 own NIC; the receive side always its own (``src/transport/net.cc`` ``recvSetup``: peerRank = itself).

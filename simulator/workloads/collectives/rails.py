@@ -201,8 +201,8 @@ def pxn_relay(fabric: Fabric, gpus: tuple[str, ...], src: str, dst: str) -> str 
     ``NCCL_TOPO_ID_SYSTEM_ID``) through which ``src`` sends to ``dst`` on another node, or None to
     send from its own NIC. A relay is used when its NIC reaches ``dst`` in fewer hops than any of
     ``src``'s own NIC's (``topology.nics``; on a rail-optimized network: the NIC on ``dst``'s rail,
-    where ``src``'s own traffic would cross a spine) and ``src`` reaches it over NVLink; of several, the fewest hops
-    from ``src``, then the same local index as ``dst``. NCCL relays only in the GPU -> NIC
+    where ``src``'s own traffic would cross a spine) and ``src`` reaches it over NVLink; of several,
+    the fewest hops from ``src``, then the same local index as ``dst``. NCCL relays only in the GPU -> NIC
     direction (receiving locally, sending remotely), as here: the relay's NIC sends. Cached on the
     fabric per (job, pair)."""
     key = ("rails.pxn", tuple(gpus), src, dst)

@@ -3,10 +3,10 @@
 all_reduce = reduce-scatter then all-gather around the ring: 2(n-1) steps of S/n each;
 reduce_scatter and all_gather: n-1 steps of S/n (S = whole array); broadcast: a pipelined chain
 from the root (n-1 hops, each link carries S) along each channel's ring; reduce: the same chain
-ending at the root, every rank adding its buffer on the way (NCCL runs reduce only as Ring). Channel c uses its share of the
-equal-cost routes (base.channel_paths), so together the channels cover every parallel link and
-switch plane; on multi-node fabrics each channel's ring leaves every node through a different GPU and NIC
-(rails.ring_orders).
+ending at the root, every rank adding its buffer on the way (NCCL runs reduce only as Ring).
+Channel c uses its share of the equal-cost routes (base.channel_paths), so together the channels
+cover every parallel link and switch plane; on multi-node fabrics each channel's ring leaves every
+node through a different GPU and NIC (rails.ring_orders).
 """
 
 from __future__ import annotations
