@@ -596,3 +596,16 @@ def test_tuner_runs_pat_small_and_ring_large_at_one_gpu_per_node(hopper):
 
 def _algo(fabric, gpus, op, nbytes) -> str:
     return build_collective(fabric, gpus, op, nbytes).meta["algo"]
+
+
+def test_one_gpu_per_node_is_multi_node_tree_small_ring_large(hopper):
+    """One GPU on each of 8 HGX servers is 8 NCCL nodes: the tree joins the GPUs by NCCL's double
+    binary trees over node indices (ncclGetDtree), 2 x 3 network steps against the ring's 2 x 7, so
+    the tuner runs it for small all_reduce; from 64 MiB NCCL's bandwidth rating puts Ring first."""
+    from simulator.workloads.collectives.dtree import dtree_parents
+    from simulator.workloads.collectives.rails import tree_parents
+    gpus = per_node(hopper, 8, 1)
+    expected = [{gpus[i]: gpus[p] for i, p in enumerate(tree) if p >= 0} for tree in dtree_parents(8)]
+    assert tree_parents(hopper, gpus, 0) == expected
+    assert [_algo(hopper, gpus, "all_reduce", s) for s in (1 << 10, 1 << 22, 1 << 26, 1 << 30)] == [
+        "tree", "tree", "ring", "ring"]

@@ -152,9 +152,9 @@ def tree_parents(fabric: Fabric, gpus: tuple[str, ...], channel: int) -> list[di
     which sends to and receives from the other nodes on its own NIC, so channels use different
     NICs), and the heads joined by NCCL's trees over node indices (src/graph/trees.cc
     ``ncclGetDtree``: ``dtree.dtree_parents``). Nodes of m_i GPUs start their chain at local GPU
-    ``channel mod m_i`` (uneven nodes: each chain as long as its node). None when rail-aware orders
-    do not apply."""
-    nodes = rail_nodes(fabric, gpus)
+    ``channel mod m_i`` (uneven nodes: each chain as long as its node); at one GPU per node the
+    trees join the GPUs themselves. None inside one node."""
+    nodes = network_nodes(fabric, gpus)
     if nodes is None:
         return None
     heads = [channel % distinct(len(node)) for node in nodes]
@@ -170,6 +170,15 @@ def tree_parents(fabric: Fabric, gpus: tuple[str, ...], channel: int) -> list[di
                 parent[chains[i][0]] = chains[p][0]
         out.append(parent)
     return out
+
+
+def network_nodes(fabric: Fabric, gpus) -> list[tuple[str, ...]] | None:
+    """The nodes of a call that spans several joined by the scale-out network, whatever their GPU
+    counts (``rail_nodes``, or one GPU per node: NCCL's nNodes > 1); None inside one node."""
+    nodes = rail_nodes(fabric, gpus)
+    if nodes is None and one_gpu_per_node(fabric, gpus):
+        nodes = nodes_of(fabric, gpus)
+    return nodes
 
 
 def one_gpu_per_node(fabric: Fabric, gpus) -> bool:

@@ -19,7 +19,7 @@ from simulator.hardware.protocols import ProtocolTable
 from simulator.topology.fabric import Fabric
 from simulator.workloads.collectives.base import CollectiveSpec, DagBuilder, route_channels
 from simulator.workloads.collectives.gpu_side import CtaRule, GpuSide
-from simulator.workloads.collectives.rails import rail_channels, rail_nodes
+from simulator.workloads.collectives.rails import network_nodes, rail_channels
 
 
 def runs_anywhere(fabric: Fabric, gpus: tuple[str, ...]) -> str | None:
@@ -48,7 +48,7 @@ class AlgorithmRecord:
     for the others."""
     auto_multi_node_only: bool = False
     """``algo=auto`` considers it only when the GPUs span nodes joined by the network
-    (``rails.rail_nodes``)."""
+    (``rails.network_nodes``: one GPU per node counts)."""
     rail_aware: bool = False
     """Its channels take rail-aware orders on multi-node fabrics (``rails.py``), so its default CTA
     count is rounded to a multiple of the GPUs per node there, within NCCL's channel limits
@@ -82,7 +82,7 @@ class AlgorithmRecord:
         """``algo=auto`` considers it for ``op`` on these GPUs (``auto_ops``, ``auto_multi_node_only``)."""
         if self.auto_ops is not None and op not in self.auto_ops:
             return False
-        return not self.auto_multi_node_only or rail_nodes(fabric, gpus) is not None
+        return not self.auto_multi_node_only or network_nodes(fabric, gpus) is not None
 
     def call_ctas(self, fabric: Fabric, gpus: tuple[str, ...], gpu: GpuSide, op: str, protocol: str,
                   nbytes: int) -> int:
