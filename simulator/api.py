@@ -44,7 +44,7 @@ def bench(topology: str | Path, op: str = "all_reduce", sizes: str = "1M:1G", gp
           algo: str = "auto", protocol: str = "auto", channels: int | None = None, engine: str = "auto",
           step_factor: int = 2, root: int = 0, seed: int = 0, timing: str = "nccl-tests",
           placement: Placement | None = None, dtype: str = "float", packet_bytes: int | None = None,
-          switch: SwitchScheduling | None = None, faults: Sequence[str] = ()) -> BenchOutcome:
+          switch: SwitchScheduling | None = None, faults: Sequence[str] = (), mnnvl: bool = True) -> BenchOutcome:
     """``fabricsim bench``: sweep the message sizes of one collective or copy. Every argument has
     the meaning of the flag of that name (``placement``: a ``simulator.topology.placement.Placement``,
     as the --per-rack/--per-tray/--per-node/--ranks/--hosts flags; ``switch``: a
@@ -53,7 +53,7 @@ def bench(topology: str | Path, op: str = "all_reduce", sizes: str = "1M:1G", gp
     return run_bench(BenchRequest(topology=str(topology), op=op, sizes=sizes, step_factor=step_factor, dtype=dtype,
                                   gpus=gpus, placement=placement, root=root, algo=algo, protocol=protocol,
                                   channels=channels, timing=timing, engine=engine, packet_bytes=packet_bytes,
-                                  seed=seed, switch=switch, faults=tuple(faults)))
+                                  seed=seed, switch=switch, faults=tuple(faults), mnnvl=mnnvl))
 
 
 def run_scenario(scenario: str | Path, faults: Sequence[str] = (), parts: Sequence[str] = (),

@@ -12,6 +12,7 @@ from simulator.engine.flow import run_flow
 from simulator.metrics.collective_stats import row
 from simulator.topology.builder import build_fabric
 from simulator.topology.nics import _mirror, local_nics, net_nics, net_routes
+from simulator.topology.placement import Placement
 from simulator.workloads.collectives import build_collective
 
 TOPOLOGIES = Path(__file__).resolve().parents[1] / "topologies"
@@ -166,3 +167,32 @@ def test_mnnvl_off_on_a_rack_without_nics_is_one_error_naming_the_setting():
     (line,) = result.output.strip().splitlines()
     assert "NCCL_MNNVL_ENABLE=0 (--env) makes every compute tray its own node, and GB200 NVL72 joins" in line
     assert "pick a topology with NICs" in line
+
+
+def test_bench_no_mnnvl_is_validates_mnnvl_off_and_the_api_returns_it(tmp_path):
+    """``bench --no-mnnvl`` places the job on the racks as asked, then runs it with every tray a node:
+    the figure validate gives with NCCL_MNNVL_ENABLE=0, bound by each tray's 4 NICs; the API's
+    ``mnnvl=False`` returns the same rows; on a rack without NICs one error names the flag."""
+    import json
+
+    from typer.testing import CliRunner
+
+    from simulator import api
+    from simulator.cli.app import _register, app
+    _register()
+    args = ["bench", "gb200_nvl72_x8_ib", "--gpus", "128", "--per-rack", "64", "--sizes", "8G", "--engine", "flow"]
+    out = tmp_path / "bench.json"
+    result = CliRunner().invoke(app, [*args, "--no-mnnvl", "--json", str(out)])
+    assert result.exit_code == 0, result.output
+    data = json.loads(out.read_text())
+    assert data["system"].endswith("NVLink per tray (MNNVL off)") and data["nodes"] == {
+        f"rack{r}-tray{t}": 4 for r in range(2) for t in range(16)}
+    (row,) = data["rows"]
+    nic = next(c for c in build_fabric(TOPOLOGIES / "gb200_nvl72_x8_ib.yaml").channels
+               if c.src == "rack0.nic0" and c.fabric == "network").rate_Bps / 1e9
+    assert 0.97 * 4 * nic <= row["busbw_GBps"] <= 4 * nic
+    outcome = api.bench("gb200_nvl72_x8_ib", gpus=128, placement=Placement(per_rack=64), sizes="8G", engine="flow",
+                        mnnvl=False)
+    assert outcome.rows[0]["busbw_GBps"] == row["busbw_GBps"]
+    bad = CliRunner().invoke(app, ["bench", "gb200_nvl72", "--sizes", "1G", "--no-mnnvl"])
+    assert bad.exit_code == 2 and "--no-mnnvl: NCCL_MNNVL_ENABLE=0 makes every compute tray its own node" in bad.output

@@ -72,6 +72,9 @@ def register(app: typer.Typer) -> None:
             help="Channel id for --credit-plot (default: GPU 0's first link towards GPU 1).")] = None,
         text: Annotated[bool, typer.Option("--text", help="Plain nccl-tests text instead of a rich table.")] = False,
         fault: FaultOpt = None,
+        mnnvl: Annotated[bool, typer.Option(
+            "--mnnvl/--no-mnnvl", help="NCCL_MNNVL_ENABLE: --no-mnnvl runs every compute tray of an NVL72 rack as "
+                                       "its own NCCL node (NVLink inside the tray, the network between trays).")] = True,
     ) -> None:
         """Sweep message sizes of one collective and print the nccl-tests columns (busbw in GB/s, 1 GB = 1e9 B)."""
         from simulator.runner.bench import BenchRequest, plan_bench, run_bench
@@ -81,7 +84,7 @@ def register(app: typer.Typer) -> None:
                                root=root, algo=algo, protocol=protocol, channels=channels, timing=timing,
                                engine=engine, packet_bytes=packet_bytes, seed=seed,
                                switch=switch_flags(arbiter, crossbar, iterations, speedup, queueing),
-                               faults=tuple(fault or ()))
+                               faults=tuple(fault or ()), mnnvl=mnnvl)
         planned = plan_bench(request)
         fabric, spec = planned.fabric, planned.spec
         plan = output_plan(list(planned.inputs), json=json_path, plot=plot, heatmap=heatmap, trace=trace,

@@ -22,12 +22,13 @@ from simulator.metrics.collective_stats import TYPE_SIZE, round_to_elements
 from simulator.runner.degraded import healthy_vs_degraded
 from simulator.runner.estimate import SweepPlan
 from simulator.runner.fabrics import load_fabric
-from simulator.runner.sweeps import SweepSpec, select_gpus, size_list, sweep
+from simulator.runner.sweeps import SweepSpec, per_tray_job, select_gpus, size_list, sweep
 from simulator.runner.tables import rows_frame
 from simulator.shipped import find
 from simulator.topology.builder import topology_files
 from simulator.topology.fabric import Fabric, SwitchScheduling
 from simulator.topology.fault_file import fault_inputs
+from simulator.topology.partitions import per_tray
 from simulator.topology.placement import Placement
 
 
@@ -61,6 +62,9 @@ class BenchRequest:
     """Switch scheduling defaults of the packet engine (the --arbiter ... --queueing flags)."""
     faults: tuple[str, ...] = ()
     """``--fault`` values: ``KIND:key=value,...`` or fault files."""
+    mnnvl: bool = True
+    """NCCL_MNNVL_ENABLE: False runs every compute tray of an NVL72 rack as its own NCCL node, NVLink
+    inside it and the network between trays (``runner.sweeps.per_tray_job``)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -147,6 +151,11 @@ def plan_bench(request: BenchRequest) -> BenchPlan:
     healthy = load_fabric(request.topology, healthy=True) if fabric.faults else fabric
     inputs = (*topology_files(find(request.topology, "topologies")), *fault_inputs(request.faults))
     placement = request.placement
+    count = request.gpus or (None if placement else len(fabric.gpus))
+    if not request.mnnvl:  # placed on the racks as asked, run where NCCL sees every tray as a node
+        select_gpus(fabric, count, placement, field="--gpus")
+        fabric, placement = per_tray_job(fabric, count, placement, "NCCL_MNNVL_ENABLE=0", field="--no-mnnvl")
+        healthy = per_tray(healthy)
     placed = select_gpus(fabric, request.gpus or (None if placement else len(fabric.gpus)), placement,
                          field="--gpus")
     n = len(placed)

@@ -22,9 +22,8 @@ from typing import Callable
 import numpy as np
 
 from simulator.errors import InputError
-from simulator.runner.sweeps import SweepSpec, select_gpus, sweep
+from simulator.runner.sweeps import SweepSpec, per_tray_job, select_gpus, sweep
 from simulator.topology.fabric import Fabric
-from simulator.topology.partitions import per_tray
 from simulator.topology.placement import Placement
 from simulator.hardware.protocols import PROTOCOL_NAMES
 from simulator.workloads.collectives import ALGORITHMS, choices
@@ -342,15 +341,9 @@ def compare_run(fabric: Fabric, run: NcclTestsRun, *, gpus: int | None = None, a
             raise InputError(f"{said}: {err.message}", field=_flag(placement)) from None
     settings = settings_for(run, algo, protocol)
     if settings.per_tray:  # place on the racks as written, then run where NCCL sees trays as nodes
-        placed = select_gpus(fabric, ranks, placement)
-        placement = Placement(ranks=tuple(fabric.nodes[g].rank for g in placed))
-        whole, fabric = fabric.name, per_tray(fabric)
-        if len({fabric.nodes[g].group for g in placed}) > 1 and not any(c.fabric == "network" for c in fabric.channels):
-            found = run.setting("NCCL_MNNVL_ENABLE")
-            raise InputError(f"NCCL_MNNVL_ENABLE={found[0]} ({_where(found[1])}) makes every compute tray its own "
-                             f"node, and {whole} joins its trays by NVLink only (no scale-out "
-                             "network): pick a topology with NICs (gb200_nvl72_x8_ib)", file=run.path,
-                             line=found[1] or run.header_line)
+        found = run.setting("NCCL_MNNVL_ENABLE")
+        fabric, placement = per_tray_job(fabric, ranks, placement, f"NCCL_MNNVL_ENABLE={found[0]} "
+                                         f"({_where(found[1])})", file=run.path, line=found[1] or run.header_line)
     root = next((r.root for r in logged if r.root is not None and r.root >= 0), 0)  # rooted ops' -r
     spec = SweepSpec(op=run.op, gpus=ranks, sizes=tuple(r.bytes for r in logged), algo=settings.algo,
                      protocol=settings.protocol, engine=engine, channels=settings.channels, root=root,

@@ -28,6 +28,7 @@ from simulator.runner.estimate import SweepPlan, plan_sweep
 from simulator.runner.gpu_kernels import gpu_kernels
 from simulator.runner.packet_unit import RunUnit, choose
 from simulator.topology.fabric import Fabric, SwitchScheduling
+from simulator.topology.partitions import per_tray
 from simulator.topology.placement import Placement, place
 from simulator.workloads.collectives import OPS, build_collective
 from simulator.workloads.copies import COPIES, build_copy
@@ -78,6 +79,21 @@ def select_gpus(fabric: Fabric, count: int | None, placement: Placement | None =
             raise InputError(f"{fabric.name} has {len(fabric.gpus)} GPUs, asked for {count}", field=field)
         return fabric.gpus[:count]
     return list(place(fabric, count, placement))
+
+
+def per_tray_job(fabric: Fabric, count: int | None, placement: Placement | None, said: str,
+                 **where) -> tuple[Fabric, Placement]:
+    """MNNVL off (NCCL_MNNVL_ENABLE=0): the job's GPUs placed on the racks as asked, then the fabric
+    as NCCL sees it, every compute tray its own node (``topology.partitions.per_tray``), and the
+    placement as those GPUs' ranks. ``said`` names the setting in the error raised when the trays
+    meet over NVLink only (no scale-out network); ``where``: the error's file, line or field."""
+    placed = select_gpus(fabric, count, placement)
+    view = per_tray(fabric)
+    if len({view.nodes[g].group for g in placed}) > 1 and not any(c.fabric == "network" for c in view.channels):
+        raise InputError(f"{said} makes every compute tray its own node, and {fabric.name} joins its trays by "
+                         "NVLink only (no scale-out network): pick a topology with NICs (gb200_nvl72_x8_ib)",
+                         **where)
+    return view, Placement(ranks=tuple(fabric.nodes[g].rank for g in placed))
 
 
 def build_workload(fabric: Fabric, spec: SweepSpec, nbytes: int) -> Workload:
