@@ -128,3 +128,53 @@ def test_twelve_hgx_h100_nodes_collnet_chain_with_sharp():
     errors = [r["busbw_error_pct"] for r in run["rows"]]
     assert all(abs(e) <= 10.0 for e in errors) and statistics.median(abs(e) for e in errors) <= 5.0, errors
     assert any(note.startswith("NCCL_COLLNET_ENABLE=1") and "CollNetChain" in note for note in run["settings_from_log"])
+
+
+def _log_with_ranks(tmp_path, hosts: list[tuple[str, int]], busbw: float = 40.0) -> Path:
+    """An all_reduce log (written here, not a real run) whose '#  Rank' lines put rank r on
+    ``hosts[r]`` = (host, device)."""
+    lines = ["# written by fabricsim's tests: rank lines of a multi-node run, not a measurement",
+             "# Collective test starting: all_reduce_perf", "# nThread 1 nGpus 1 minBytes 1073741824 maxBytes 1073741824 step: 2(factor) warmup iters: 5 iters: 20 "
+             "agg iters: 1 validation: 1 graph: 0", "#", "# Using devices"]
+    lines += [f"#  Rank {r:2d} Group  0 Pid {1000 + r:6d} on {host:>10} device {dev:2d} [0x{dev:02x}] NVIDIA H100 80GB HBM3"
+              for r, (host, dev) in enumerate(hosts)]
+    n = len(hosts)
+    algbw = busbw / (2 * (n - 1) / n)
+    lines += ["#", "#                                                              out-of-place                       "
+              "in-place", "#       size         count      type   redop    root     time   algbw   busbw #wrong     "
+              "time   algbw   busbw #wrong", "#        (B)    (elements)                               (us)  (GB/s)  "
+              "(GB/s)            (us)  (GB/s)  (GB/s)",
+              f"  1073741824     268435456     float     sum      -1  {1073741824 / algbw / 1e3:7.1f}  {algbw:6.2f}  "
+              f"{busbw:6.2f}      0  {1073741824 / algbw / 1e3:7.1f}  {algbw:6.2f}  {busbw:6.2f}      0",
+              "# Out of bounds values : 0 OK", f"# Avg bus bandwidth    : {busbw}"]
+    path = tmp_path / "ranks.log"
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+@pytest.mark.parametrize("hosts,per_server,mapped", [
+    ([("nodeA", d) for d in range(4)] + [("nodeB", d) for d in range(4)], 4, "4 GPUs on each of 2 hosts"),
+    ([("nodeA", 0), ("nodeB", 0)], 1, "1 GPU on each of 2 hosts"),
+    ([(h, d) for d in range(2) for h in ("nodeA", "nodeB")], 2, "2 GPUs on each of 2 hosts"),  # --map-by node
+])
+def test_a_log_without_placement_flags_is_placed_by_its_rank_lines(tmp_path, hosts, per_server, mapped):
+    """Two hosts of 4 GPUs are 4 GPUs of each of two HGX servers (over InfiniBand), not one server's
+    8 over NVLink; one GPU per host is one per server; ranks dealt round-robin over hosts keep their
+    hosts. The note says so."""
+    data = _validate(_log_with_ranks(tmp_path, hosts), topology="hopper_ib_rack")
+    (run,) = data["logs"]
+    assert any(n.startswith("placement from the log's '#  Rank' lines") and mapped in n
+               for n in run["settings_from_log"]), run["settings_from_log"]
+    fabric = build_fabric(ROOT / "topologies" / "hopper_ib_rack.yaml")
+    from simulator.runner.nccl_tests_validation import log_placement
+    from simulator.workloads.traces.nccl_tests_log import parse_log as parse
+    (parsed,) = parse(_log_with_ranks(tmp_path, hosts), op="all_reduce")
+    placement, _ = log_placement(fabric, parsed, len(hosts))
+    gpus = [fabric.gpus[r] for r in placement.ranks]
+    assert [g.split(".")[0] for g in gpus] == [{"nodeA": "hgx0", "nodeB": "hgx1"}[h] for h, _ in hosts]
+    assert all(g.endswith(f"gpu{d}") for g, (_, d) in zip(gpus, hosts))
+    assert {g.split(".")[0] for g in gpus} == {"hgx0", "hgx1"} and len(gpus) == 2 * per_server
+    # the first ranks, as every rank line says, need no placement
+    one = _log_with_ranks(tmp_path, [("nodeA", d) for d in range(8)])
+    (single,) = parse(one, op="all_reduce")
+    assert log_placement(fabric, single, 8) is None

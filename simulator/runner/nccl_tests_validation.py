@@ -24,7 +24,7 @@ import numpy as np
 from simulator.errors import InputError
 from simulator.runner.sweeps import SweepSpec, per_tray_job, select_gpus, sweep
 from simulator.topology.fabric import Fabric
-from simulator.topology.placement import Placement
+from simulator.topology.placement import Placement, layout
 from simulator.hardware.protocols import PROTOCOL_NAMES
 from simulator.workloads.collectives import ALGORITHMS, choices
 from simulator.workloads.collectives import OPS as SIMULATED_OPS
@@ -279,6 +279,41 @@ class RowCounts:
                 "unusable": self.unusable}
 
 
+def log_placement(fabric: Fabric, run: NcclTestsRun, ranks: int) -> tuple[Placement, str] | None:
+    """Where the log's ``#  Rank`` lines put its ranks, for a log compared without a placement flag:
+    each host of the log on one compute tray of the topology (an HGX server, a GB200 tray), hosts in
+    order of first appearance on trays in rank order, each rank on its tray's GPU of the rank's
+    device index (``Rank r ... on HOST device d``): two hosts of 4 GPUs are 4 GPUs on each of two
+    servers, not one server's 8; one GPU per host is one GPU per server. Returns the placement (the
+    GPUs' ranks in the log's rank order) and a note; None where that is the default (the first
+    ranks) or the lines cannot say: a rank without its line, more hosts than trays, a device index
+    beyond its tray. A host is taken as one tray: GB200 hosts whose racks the log does not name
+    (NVL72 trays) fill racks in order, as the default does (``--per-rack`` says otherwise)."""
+    lines = sorted(run.rank_lines, key=lambda r: r.rank)
+    if len(lines) != ranks or [r.rank for r in lines] != list(range(ranks)):
+        return None
+    trays = list(layout(fabric).units("tray").values())
+    order = list(dict.fromkeys(r.host for r in lines))
+    if len(order) > len(trays):
+        return None
+    tray_of = {host: trays[i] for i, host in enumerate(order)}
+    picked = []
+    for r in lines:
+        tray = tray_of[r.host]
+        if not 0 <= r.device < len(tray):
+            return None
+        picked.append(tray[r.device])
+    if len(set(picked)) != ranks or picked == list(fabric.gpus[:ranks]):
+        return None
+    counts = [sum(1 for r in lines if r.host == h) for h in order]
+    shape = (f"{counts[0]} GPU{'s' if counts[0] != 1 else ''} on each of {len(order)} hosts" if len(set(counts)) == 1
+             else f"{' + '.join(map(str, counts))} GPUs on {len(order)} hosts")
+    where = f"lines {lines[0].line}-{lines[-1].line}" if len(lines) > 1 else f"line {lines[0].line}"
+    placement = Placement(ranks=tuple(fabric.nodes[g].rank for g in picked))
+    return placement, (f"placement from the log's '#  Rank' lines ({where}): {shape}, each host a compute tray "
+                       f"of the topology, each rank its device there ({placement.describe()})")
+
+
 def _flag(placement: Placement) -> str:
     """The flag of a placement request (the first given)."""
     from simulator.topology.placement import FLAGS
@@ -340,6 +375,8 @@ def compare_run(fabric: Fabric, run: NcclTestsRun, *, gpus: int | None = None, a
                                  f"GPUs; place {ranks}", field=_flag(placement)) from None
             raise InputError(f"{said}: {err.message}", field=_flag(placement)) from None
     settings = settings_for(run, algo, protocol)
+    if (placement is None or placement.is_default) and (from_log := log_placement(fabric, run, ranks)) is not None:
+        placement = from_log[0]
     if settings.per_tray:  # place on the racks as written, then run where NCCL sees trays as nodes
         found = run.setting("NCCL_MNNVL_ENABLE")
         fabric, placement = per_tray_job(fabric, ranks, placement, f"NCCL_MNNVL_ENABLE={found[0]} "

@@ -12,8 +12,8 @@ from typing import Any, Callable
 
 from simulator.errors import InputError
 from simulator.runner.fabrics import load_fabric
-from simulator.runner.nccl_tests_validation import (compare_run, gpu_note, row_counts, run_label, settings_for,
-                                                    summarize)
+from simulator.runner.nccl_tests_validation import (compare_run, gpu_note, log_placement, row_counts, run_label,
+                                                    settings_for, summarize)
 from simulator.runner.tables import rows_frame
 from simulator.runner.validation import DEFAULT_FILE, DEFAULT_THRESHOLD_PCT, load_published, predict
 from simulator.shipped import find
@@ -80,10 +80,16 @@ class ValidateOutcome:
     system: str | None = None
     architectures: dict[str, str] = field(default_factory=dict)
     """The logs' topology's GPU parts -> their architecture (``gpu_note`` compares the logs' GPUs)."""
+    placed: dict[tuple[str, int], str] = field(default_factory=dict)
+    """(log, test) -> how its ranks were placed from its ``#  Rank`` lines (``log_placement``), where
+    no placement flag was given and that is not the first ranks."""
 
     def notes(self, run: NcclTestsRun) -> list[str]:
-        """What the comparison of ``run`` took from its log (settings) and noticed about its GPUs."""
+        """What the comparison of ``run`` took from its log (settings, placement) and noticed about
+        its GPUs."""
         notes = list(settings_for(run, self.request.algo, self.request.protocol).notes)
+        if (run.path, run.test) in self.placed:
+            notes.append(self.placed[(run.path, run.test)])
         gpus = gpu_note(run, self.architectures)
         return notes + [gpus] if gpus else notes
 
@@ -173,8 +179,11 @@ def run_validate(planned: ValidatePlan | ValidateRequest,
         rows = predict(planned.entries, planned.root, request.threshold_pct,
                        on_row=(lambda r: on_row(r["name"])) if on_row else None)
         return ValidateOutcome(request=request, rows=rows)
-    results = []
+    results, placed = [], {}
     for run in planned.runs:
+        unplaced = request.placement is None or request.placement.is_default
+        if unplaced and run.ranks and (found := log_placement(planned.fabric, run, run.ranks)):
+            placed[(run.path, run.test)] = found[1]
         heard = (lambda r, run=run: on_row(f"{run_label(run, r['ranks'])}: {r['bytes']} B")) if on_row else None
         rows = compare_run(planned.fabric, run, algo=request.algo, protocol=request.protocol, engine=request.engine,
                            in_place=request.in_place, threshold_pct=request.threshold_pct,
@@ -182,4 +191,4 @@ def run_validate(planned: ValidatePlan | ValidateRequest,
         results.append((run, rows))
     architectures = {part: spec.architecture for part, spec in planned.fabric.gpu_specs.items()}
     return ValidateOutcome(request=request, rows=[r for _, rows in results for r in rows], results=results,
-                           system=planned.fabric.name, architectures=architectures)
+                           system=planned.fabric.name, architectures=architectures, placed=placed)
