@@ -178,3 +178,46 @@ def test_a_log_without_placement_flags_is_placed_by_its_rank_lines(tmp_path, hos
     one = _log_with_ranks(tmp_path, [("nodeA", d) for d in range(8)])
     (single,) = parse(one, op="all_reduce")
     assert log_placement(fabric, single, 8) is None
+
+
+def test_nccl_nodes_line_parses_with_and_without_mnnvl():
+    from simulator.workloads.traces.nccl_tests_lines import nccl_nodes
+    line = "gb-0:1234:1300 [0] NCCL INFO comm 0x55d0b1c0 rank 0 nRanks 128 nNodes 2 localRanks 64 localRank 0 MNNVL 1"
+    assert nccl_nodes(line) == (128, 2, 64, 1)
+    assert nccl_nodes("h:1:2 [3] NCCL INFO comm 0x1 rank 3 nRanks 16 nNodes 2 localRanks 8 localRank 3") == (16, 2, 8, None)
+    assert nccl_nodes("nRanks 16 nNodes 2 localRanks 8") is None  # not an NCCL line
+
+
+def test_nccls_init_line_places_two_racks_of_64_and_says_so(tmp_path):
+    """The two-rack log with NCCL_DEBUG=INFO's 'nRanks 128 nNodes 2 localRanks 64 ... MNNVL 1' (the
+    line as NCCL 2.21+ prints it, added here) needs no --per-rack: 64 GPUs of each of two NVLink
+    domains, the same prediction as with the flag."""
+    text = TWO_RACKS.read_text().replace(
+        "#                                                              out-of-place",
+        "gb-0:1234:1300 [0] NCCL INFO comm 0x55d0b1c0 rank 0 nRanks 128 nNodes 2 localRanks 64 localRank 0 MNNVL 1\n"
+        "#                                                              out-of-place", 1)
+    log = tmp_path / "two_racks_info.log"
+    log.write_text(text)
+    placed = _validate(log, "--op", "all_reduce", "--gpus", "128")
+    flagged = _validate(TWO_RACKS, "--op", "all_reduce", "--gpus", "128", "--per-rack", "64")
+    (run,) = placed["logs"]
+    assert any(n.startswith("placement from NCCL's init line") and "--per-rack 64" in n for n in run["settings_from_log"])
+    assert [r["predicted_busbw_GBps"] for r in run["rows"]] == [
+        r["predicted_busbw_GBps"] for r in flagged["logs"][0]["rows"]]
+
+
+def test_mnnvl_0_in_nccls_init_line_runs_trays_as_nodes(tmp_path):
+    """'nNodes 2 localRanks 4 MNNVL 0' on GB200: NCCL's nodes are the two trays' hosts, joined over
+    the network (as NCCL_MNNVL_ENABLE=0): 4 GPUs of each of two trays, bound by their NICs."""
+    hosts = [("tray0", d) for d in range(4)] + [("tray1", d) for d in range(4)]
+    log = _log_with_ranks(tmp_path, hosts)
+    text = log.read_text().replace("# Using devices", "# Using devices\nt0:1:2 [0] NCCL INFO comm 0x1 rank 0 nRanks 8 "
+                                   "nNodes 2 localRanks 4 localRank 0 MNNVL 0", 1)
+    log.write_text(text)
+    data = _validate(log)
+    (run,) = data["logs"]
+    assert any(n.startswith("NCCL's init line") and "MNNVL 0" in n for n in run["settings_from_log"])
+    nic = next(c for c in build_fabric(ROOT / "topologies" / "gb200_nvl72_x8_ib.yaml").channels
+               if c.src == "rack0.nic0" and c.fabric == "network").rate_Bps / 1e9
+    (row,) = run["rows"]
+    assert row["predicted_busbw_GBps"] <= 2 * 4 * nic  # two nodes of 4 NICs each: NIC-bound, not NVLink's ~700

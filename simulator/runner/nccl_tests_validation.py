@@ -255,8 +255,13 @@ def settings_for(run: NcclTestsRun, algo: str = "auto", protocol: str = "auto") 
         if found is not None:
             notes.append(f"{var}={found[0]} ({_where(found[1])}): {off if _off(found[0]) else on}")
     mnnvl = run.setting("NCCL_MNNVL_ENABLE")
-    return RunSettings(algo=algo, protocol=protocol, channels=channels, notes=tuple(notes),
-                       per_tray=mnnvl is not None and _off(mnnvl[0]))
+    per_tray = mnnvl is not None and _off(mnnvl[0])
+    nodes = run.nccl_nodes
+    if not per_tray and nodes is not None and nodes.mnnvl == 0 and nodes.nodes > 1:
+        per_tray = True
+        notes.append(f"NCCL's init line (line {nodes.line}): nNodes {nodes.nodes}, MNNVL 0: NCCL's nodes are hosts "
+                     "(on NVL72 racks every compute tray its own node, as NCCL_MNNVL_ENABLE=0)")
+    return RunSettings(algo=algo, protocol=protocol, channels=channels, notes=tuple(notes), per_tray=per_tray)
 
 
 @dataclass(frozen=True, slots=True)
@@ -280,38 +285,61 @@ class RowCounts:
 
 
 def log_placement(fabric: Fabric, run: NcclTestsRun, ranks: int) -> tuple[Placement, str] | None:
-    """Where the log's ``#  Rank`` lines put its ranks, for a log compared without a placement flag:
-    each host of the log on one compute tray of the topology (an HGX server, a GB200 tray), hosts in
-    order of first appearance on trays in rank order, each rank on its tray's GPU of the rank's
-    device index (``Rank r ... on HOST device d``): two hosts of 4 GPUs are 4 GPUs on each of two
-    servers, not one server's 8; one GPU per host is one GPU per server. Returns the placement (the
-    GPUs' ranks in the log's rank order) and a note; None where that is the default (the first
-    ranks) or the lines cannot say: a rank without its line, more hosts than trays, a device index
-    beyond its tray. A host is taken as one tray: GB200 hosts whose racks the log does not name
-    (NVL72 trays) fill racks in order, as the default does (``--per-rack`` says otherwise)."""
+    """Where the log puts its ranks, for a log compared without a placement flag, and a note; None
+    where that is the default (the first ranks) or the log cannot say.
+
+    - NCCL's init line ``nNodes K localRanks L MNNVL 1`` (``NcclTestsRun.nccl_nodes``): K NVLink
+      domains of L GPUs each, ``--per-rack L`` (two NVL72 racks x 64, not 72 + 56);
+    - else every rank's ``#  Rank r ... on HOST device d`` line: each host of the log one compute
+      tray of the topology (an HGX server, a GB200 tray), hosts in order of first appearance on
+      trays in rank order, each rank its tray's GPU of its device index, so two hosts of 4 GPUs are
+      4 GPUs of each of two servers, not one server's 8, and ranks dealt round-robin keep their
+      hosts (a rank without its line, more hosts than trays or a device beyond its tray: no say);
+    - else the init line of nodes that are hosts (MNNVL 0, or not said): ``--per-tray L``."""
+    nodes = run.nccl_nodes
+    if nodes is not None and nodes.nodes > 1 and nodes.mnnvl == 1:
+        return _placed(fabric, ranks, Placement(per_rack=nodes.local_ranks), _nodes_note(nodes))
     lines = sorted(run.rank_lines, key=lambda r: r.rank)
-    if len(lines) != ranks or [r.rank for r in lines] != list(range(ranks)):
-        return None
-    trays = list(layout(fabric).units("tray").values())
-    order = list(dict.fromkeys(r.host for r in lines))
-    if len(order) > len(trays):
-        return None
-    tray_of = {host: trays[i] for i, host in enumerate(order)}
-    picked = []
-    for r in lines:
-        tray = tray_of[r.host]
-        if not 0 <= r.device < len(tray):
+    if len(lines) == ranks and [r.rank for r in lines] == list(range(ranks)):
+        trays = list(layout(fabric).units("tray").values())
+        order = list(dict.fromkeys(r.host for r in lines))
+        if len(order) > len(trays):
             return None
-        picked.append(tray[r.device])
-    if len(set(picked)) != ranks or picked == list(fabric.gpus[:ranks]):
+        tray_of = {host: trays[i] for i, host in enumerate(order)}
+        if any(not 0 <= r.device < len(tray_of[r.host]) for r in lines):
+            return None
+        picked = [tray_of[r.host][r.device] for r in lines]
+        if len(set(picked)) != ranks:
+            return None
+        counts = [sum(1 for r in lines if r.host == h) for h in order]
+        shape = (f"{counts[0]} GPU{'s' if counts[0] != 1 else ''} on each of {len(order)} hosts"
+                 if len(set(counts)) == 1 else f"{' + '.join(map(str, counts))} GPUs on {len(order)} hosts")
+        where = f"lines {lines[0].line}-{lines[-1].line}" if len(lines) > 1 else f"line {lines[0].line}"
+        placement = Placement(ranks=tuple(fabric.nodes[g].rank for g in picked))
+        return _placed(fabric, ranks, placement, f"placement from the log's '#  Rank' lines ({where}): {shape}, "
+                                                 "each host a compute tray of the topology, each rank its device "
+                                                 f"there ({placement.describe()})")
+    if nodes is not None and nodes.nodes > 1:
+        return _placed(fabric, ranks, Placement(per_tray=nodes.local_ranks), _nodes_note(nodes))
+    return None
+
+
+def _nodes_note(nodes) -> str:
+    what = "NVLink domains (MNNVL)" if nodes.mnnvl == 1 else "hosts"
+    flag = "--per-rack" if nodes.mnnvl == 1 else "--per-tray"
+    return (f"placement from NCCL's init line (line {nodes.line}): nNodes {nodes.nodes}, localRanks "
+            f"{nodes.local_ranks}, {nodes.local_ranks} GPUs of each of {nodes.nodes} {what} ({flag} "
+            f"{nodes.local_ranks})")
+
+
+def _placed(fabric: Fabric, ranks: int, placement: Placement, note: str) -> tuple[Placement, str] | None:
+    """``placement`` and its note where it places ``ranks`` GPUs other than the first ranks; None
+    where it is the default or this topology cannot hold it."""
+    try:
+        picked = select_gpus(fabric, ranks, placement)
+    except InputError:
         return None
-    counts = [sum(1 for r in lines if r.host == h) for h in order]
-    shape = (f"{counts[0]} GPU{'s' if counts[0] != 1 else ''} on each of {len(order)} hosts" if len(set(counts)) == 1
-             else f"{' + '.join(map(str, counts))} GPUs on {len(order)} hosts")
-    where = f"lines {lines[0].line}-{lines[-1].line}" if len(lines) > 1 else f"line {lines[0].line}"
-    placement = Placement(ranks=tuple(fabric.nodes[g].rank for g in picked))
-    return placement, (f"placement from the log's '#  Rank' lines ({where}): {shape}, each host a compute tray "
-                       f"of the topology, each rank its device there ({placement.describe()})")
+    return None if list(picked) == list(fabric.gpus[:ranks]) else (placement, note)
 
 
 def _flag(placement: Placement) -> str:
@@ -379,8 +407,9 @@ def compare_run(fabric: Fabric, run: NcclTestsRun, *, gpus: int | None = None, a
         placement = from_log[0]
     if settings.per_tray:  # place on the racks as written, then run where NCCL sees trays as nodes
         found = run.setting("NCCL_MNNVL_ENABLE")
-        fabric, placement = per_tray_job(fabric, ranks, placement, f"NCCL_MNNVL_ENABLE={found[0]} "
-                                         f"({_where(found[1])})", file=run.path, line=found[1] or run.header_line)
+        said, line = ((f"NCCL_MNNVL_ENABLE={found[0]} ({_where(found[1])})", found[1]) if found else
+                      (f"MNNVL 0 in NCCL's init line (line {run.nccl_nodes.line})", run.nccl_nodes.line))
+        fabric, placement = per_tray_job(fabric, ranks, placement, said, file=run.path, line=line or run.header_line)
     root = next((r.root for r in logged if r.root is not None and r.root >= 0), 0)  # rooted ops' -r
     spec = SweepSpec(op=run.op, gpus=ranks, sizes=tuple(r.bytes for r in logged), algo=settings.algo,
                      protocol=settings.protocol, engine=engine, channels=settings.channels, root=root,

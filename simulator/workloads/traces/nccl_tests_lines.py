@@ -42,6 +42,7 @@ told apart from the digits of a data row it is glued to)."""
 _SET_BY_ENV = re.compile(r"\b(NCCL_[A-Z0-9_]+) set by environment to (\S+?)\.?$")
 _NCCL_VERSION = re.compile(r"NCCL version (\d+\.\d+\.\d+)")
 _NRANKS = re.compile(r"\bnranks (\d{1,9})\b")
+_NODES = re.compile(r"\bnRanks (\d{1,9}) nNodes (\d{1,9}) localRanks (\d{1,9})(?: localRank \d{1,9})?(?: MNNVL (\d))?")
 
 PLAIN_INT = re.compile(r"\d{1,20}")
 """How nccl-tests prints sizes and counts (``%12li``): digits only (at most 20: a size_t)."""
@@ -121,6 +122,18 @@ def nccl_nranks(debug: str) -> int | None:
         return None
     m = _NRANKS.search(debug)
     return int(m.group(1)) if m else None
+
+
+def nccl_nodes(debug: str) -> tuple[int, int, int, int | None] | None:
+    """(nRanks, nNodes, localRanks, MNNVL or None) of NCCL's ``comm 0x... rank 0 nRanks 16 nNodes 2
+    localRanks 8 localRank 0 MNNVL 0`` line (src/init.cc, ``INFO(NCCL_INIT, ...)``, NCCL 2.20 on;
+    MNNVL from 2.21): how NCCL grouped the ranks into nodes."""
+    if "NCCL INFO" not in debug:
+        return None
+    m = _NODES.search(debug)
+    if not m:
+        return None
+    return int(m.group(1)), int(m.group(2)), int(m.group(3)), None if m.group(4) is None else int(m.group(4))
 
 
 def is_data_like(fields: list[str]) -> bool:

@@ -641,6 +641,9 @@ class _Reader:
         if version:
             test = self.preamble(number) if cur.state == "closed" else cur
             test.draft.nccl_version = version
+        if (nodes := lines.nccl_nodes(text)) is not None:
+            test = self.preamble(number) if cur.state == "closed" else cur
+            test.draft.info_nodes.append((*nodes, number))
         if "Init COMPLETE" in text and (n := lines.nccl_nranks(text)):
             test = self.preamble(number) if cur.state == "closed" else cur
             test.draft.info_nranks.append((n, number))

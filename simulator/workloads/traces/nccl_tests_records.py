@@ -89,6 +89,19 @@ class Row:
 
 
 @dataclass(frozen=True, slots=True)
+class NcclNodes:
+    """How NCCL grouped a test's ranks into nodes, from its init lines (``nRanks 128 nNodes 2
+    localRanks 64 ... MNNVL 1``): an MNNVL node is an NVLink domain (an NVL72 rack), else a host."""
+
+    nodes: int
+    local_ranks: int
+    """Ranks of each node (every node the same)."""
+    mnnvl: int | None
+    """1: the nodes are multi-node NVLink domains; 0: hosts; None: the line does not say (NCCL 2.20)."""
+    line: int
+
+
+@dataclass(frozen=True, slots=True)
 class RankLine:
     """One ``#  Rank  r Group g Pid p on host device d [bus] name`` line."""
 
@@ -139,6 +152,8 @@ class NcclTestsRun:
     """Lines of this test the reader could not use (rows among them are left out of :attr:`rows`)."""
     test: int = 1
     """1-based position of this test in its file."""
+    nccl_nodes: NcclNodes | None = None
+    """NCCL's grouping of the ranks into nodes, where its init lines say it."""
 
     def setting(self, name: str) -> tuple[str, int | None] | None:
         """The last value given to a variable in the log (or ``--env``), with its line (None for

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 
 from simulator.errors import InputError
 from simulator.workloads.traces.nccl_tests_records import (
-    OPS, PER_RANK_COUNT_OPS, REDUCING_OPS, ROOTED_OPS, LogWarning, NcclTestsRun, RankLine, Row, bus_factor)
+    OPS, PER_RANK_COUNT_OPS, REDUCING_OPS, ROOTED_OPS, LogWarning, NcclNodes, NcclTestsRun, RankLine, Row, bus_factor)
 
 _BINARY = re.compile(r"\b([a-z_]+)_perf(?:_mpi)?\b")
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
@@ -67,6 +67,8 @@ class Draft:
     """The JSON output's rank count (its device list names one rank per process)."""
     info_nranks: list[tuple[int, int]] = field(default_factory=list)
     """(nranks, line) of NCCL's ``Init COMPLETE`` lines."""
+    info_nodes: list[tuple[int, int, int, int | None, int]] = field(default_factory=list)
+    """(nRanks, nNodes, localRanks, MNNVL, line) of NCCL's ``nRanks ... nNodes ... localRanks`` lines."""
     env: list[tuple[str, str, int | None]] = field(default_factory=list)
     header_line: int = 0
     columns_from: str = ""
@@ -88,6 +90,21 @@ class Draft:
     def first_line(self) -> int:
         rows = [d.row.line for seg in self.segments for d in seg]
         return min(rows) if rows else self.header_line
+
+
+def _nodes(draft: Draft, ranks: int) -> NcclNodes | None:
+    """How NCCL grouped this test's ranks (its ``nNodes ... localRanks`` lines), where every such line
+    of a communicator of ``ranks`` agrees on the node count, the GPUs per node and MNNVL (ranks of
+    one node print one line each); None without such lines or where they disagree (uneven nodes,
+    other communicators)."""
+    mine = [n for n in draft.info_nodes if n[0] == ranks]
+    shapes = {n[1:4] for n in mine}
+    if len(shapes) != 1:
+        return None
+    nodes, local, mnnvl = shapes.pop()
+    if nodes * local != ranks:
+        return None
+    return NcclNodes(nodes=nodes, local_ranks=local, mnnvl=mnnvl, line=mine[0][4])
 
 
 def parse_env_flags(env: object) -> list[tuple[str, str]]:
@@ -419,9 +436,9 @@ def resolve(draft: Draft, op: str | None, gpus: int | None, env: list[tuple[str,
         runs.append(NcclTestsRun(
             path=draft.path, op=found_op, op_from=op_from, ranks=ranks,
             rank_lines=tuple(draft.rank_lines[r] for r in sorted(draft.rank_lines)),
-            rows=tuple(d.row for d in seg), header_line=draft.header_line or start,
+            rows=tuple(d.row for d in seg), header_line=draft.header_line or starts[i],
             threads=draft.threads, gpus_per_thread=draft.gpus_per_thread, version=draft.version,
             avg_busbw_GBps=draft.avg_busbw, out_of_bounds=draft.out_of_bounds, nccl_env=settings,
             ranks_from=ranks_from, nccl_version=draft.nccl_version, columns_from=draft.columns_from,
-            warnings=mine, test=test + i))
+            warnings=mine, test=test + i, nccl_nodes=_nodes(draft, ranks)))
     return runs
