@@ -29,6 +29,7 @@ from simulator.hardware.protocols import PROTOCOL_NAMES
 from simulator.workloads.collectives import ALGORITHMS, choices
 from simulator.workloads.collectives import OPS as SIMULATED_OPS
 from simulator.workloads.traces.nccl_tests_log import NcclTestsRun
+from simulator.workloads.traces.nccl_tests_records import NcclNodes
 
 NCCL_ALGO_NAMES = {r.nccl_algo.lower(): r.name for r in ALGORITHMS.values() if r.nccl_algo}
 NCCL_PROTO_NAMES = {p.lower(): p for p in PROTOCOL_NAMES}
@@ -299,32 +300,39 @@ def log_placement(fabric: Fabric, run: NcclTestsRun, ranks: int) -> tuple[Placem
     nodes = run.nccl_nodes
     if nodes is not None and nodes.nodes > 1 and nodes.mnnvl == 1:
         return _placed(fabric, ranks, Placement(per_rack=nodes.local_ranks), _nodes_note(nodes))
-    lines = sorted(run.rank_lines, key=lambda r: r.rank)
-    if len(lines) == ranks and [r.rank for r in lines] == list(range(ranks)):
-        trays = list(layout(fabric).units("tray").values())
-        order = list(dict.fromkeys(r.host for r in lines))
-        if len(order) > len(trays):
-            return None
-        tray_of = {host: trays[i] for i, host in enumerate(order)}
-        if any(not 0 <= r.device < len(tray_of[r.host]) for r in lines):
-            return None
-        picked = [tray_of[r.host][r.device] for r in lines]
-        if len(set(picked)) != ranks:
-            return None
-        counts = [sum(1 for r in lines if r.host == h) for h in order]
-        shape = (f"{counts[0]} GPU{'s' if counts[0] != 1 else ''} on each of {len(order)} hosts"
-                 if len(set(counts)) == 1 else f"{' + '.join(map(str, counts))} GPUs on {len(order)} hosts")
-        where = f"lines {lines[0].line}-{lines[-1].line}" if len(lines) > 1 else f"line {lines[0].line}"
-        placement = Placement(ranks=tuple(fabric.nodes[g].rank for g in picked))
-        return _placed(fabric, ranks, placement, f"placement from the log's '#  Rank' lines ({where}): {shape}, "
-                                                 "each host a compute tray of the topology, each rank its device "
-                                                 f"there ({placement.describe()})")
+    by_hosts = _from_rank_lines(fabric, run, ranks)
+    if by_hosts is not None:
+        return _placed(fabric, ranks, *by_hosts)
     if nodes is not None and nodes.nodes > 1:
         return _placed(fabric, ranks, Placement(per_tray=nodes.local_ranks), _nodes_note(nodes))
     return None
 
 
-def _nodes_note(nodes) -> str:
+def _from_rank_lines(fabric: Fabric, run: NcclTestsRun, ranks: int) -> tuple[Placement, str] | None:
+    """The placement of ``log_placement``'s second rule (each host a compute tray), and its note."""
+    lines = sorted(run.rank_lines, key=lambda r: r.rank)
+    if len(lines) != ranks or [r.rank for r in lines] != list(range(ranks)):
+        return None
+    trays = list(layout(fabric).units("tray").values())
+    order = list(dict.fromkeys(r.host for r in lines))
+    if len(order) > len(trays):
+        return None
+    tray_of = {host: trays[i] for i, host in enumerate(order)}
+    if any(not 0 <= r.device < len(tray_of[r.host]) for r in lines):
+        return None
+    picked = [tray_of[r.host][r.device] for r in lines]
+    if len(set(picked)) != ranks:
+        return None
+    counts = [sum(1 for r in lines if r.host == h) for h in order]
+    shape = (f"{counts[0]} GPU{'s' if counts[0] != 1 else ''} on each of {len(order)} hosts"
+             if len(set(counts)) == 1 else f"{' + '.join(map(str, counts))} GPUs on {len(order)} hosts")
+    where = f"lines {lines[0].line}-{lines[-1].line}" if len(lines) > 1 else f"line {lines[0].line}"
+    placement = Placement(ranks=tuple(fabric.nodes[g].rank for g in picked))
+    return placement, (f"placement from the log's '#  Rank' lines ({where}): {shape}, each host a compute tray of "
+                       f"the topology, each rank its device there ({placement.describe()})")
+
+
+def _nodes_note(nodes: NcclNodes) -> str:
     what = "NVLink domains (MNNVL)" if nodes.mnnvl == 1 else "hosts"
     flag = "--per-rack" if nodes.mnnvl == 1 else "--per-tray"
     return (f"placement from NCCL's init line (line {nodes.line}): nNodes {nodes.nodes}, localRanks "

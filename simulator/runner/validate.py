@@ -81,8 +81,8 @@ class ValidateOutcome:
     architectures: dict[str, str] = field(default_factory=dict)
     """The logs' topology's GPU parts -> their architecture (``gpu_note`` compares the logs' GPUs)."""
     placed: dict[tuple[str, int], str] = field(default_factory=dict)
-    """(log, test) -> how its ranks were placed from its ``#  Rank`` lines (``log_placement``), where
-    no placement flag was given and that is not the first ranks."""
+    """(log, test) -> how its ranks were placed from the log itself (NCCL's init line or its ``#  Rank``
+    lines: ``log_placement``), where no placement flag was given and that is not the first ranks."""
 
     def notes(self, run: NcclTestsRun) -> list[str]:
         """What the comparison of ``run`` took from its log (settings, placement) and noticed about
