@@ -196,3 +196,19 @@ def test_bench_no_mnnvl_is_validates_mnnvl_off_and_the_api_returns_it(tmp_path):
     assert outcome.rows[0]["busbw_GBps"] == row["busbw_GBps"]
     bad = CliRunner().invoke(app, ["bench", "gb200_nvl72", "--sizes", "1G", "--no-mnnvl"])
     assert bad.exit_code == 2 and "--no-mnnvl: NCCL_MNNVL_ENABLE=0 makes every compute tray its own node" in bad.output
+
+
+def test_per_tray_keeps_channel_ids_and_partitions_faults_that_strike_later():
+    """Channel ids stay those of the built fabric (switch-to-switch links included), so a fault's
+    channel map holds; a fault striking during a run leaves a fabric partitioned the same way."""
+    from simulator.runner.fabrics import load_fabric
+    from simulator.topology.partitions import per_tray
+
+    fabric = load_fabric("gb200_nvl72_x8_ib", ("switch_down:device=rack0.nvsw0,at=100us",))
+    view = per_tray(fabric)
+    assert [c.id for c in view.channels] == [c.id for c in fabric.channels]
+    assert [c.link for c in view.channels] == [c.link for c in fabric.channels]
+    (change,) = view.changes
+    assert change.fabric.name.endswith("NVLink per tray (MNNVL off)")
+    assert "rack0.nvsw0@rack0-tray0" not in {c.dst for c in change.fabric.channels}
+    assert "rack0.nvsw1@rack0-tray0" in {c.dst for c in change.fabric.channels}

@@ -11,9 +11,11 @@ holds for a rack whose NVLink fabric manager partitions the domain per tray.
 to a copy of its switch chip for that GPU's tray (``nvsw3@rack0-tray5``: the chip's ports that tray
 reaches), so NVLink routes stay inside the tray and every other pair's shortest route is the
 network's; the tray's GPUs, host chips and NICs get the tray as their ``Node.group`` (the collectives'
-node). Links, rates and latencies are the same records; switch-to-switch NVLink channels, which only
-join trays, are left out. Power is the physical rack's (``static_power_W`` unchanged). Cached on the
-fabric, so a validate run over many sizes builds it once.
+node). Links, rates, latencies and channel ids are the same records (switch-to-switch NVLink
+channels stay between the original chips, which no GPU reaches now), so faults that strike during
+a run (``Fabric.changes``, each partitioned the same way) keep their channel maps. Power is the
+physical rack's (``static_power_W`` unchanged). Cached on the fabric, so a validate run over many
+sizes builds it once.
 """
 
 from __future__ import annotations
@@ -52,7 +54,8 @@ def _per_tray(fabric: Fabric) -> Fabric:
             channels.append(ch)
             continue
         gpu = ch.src if nodes[ch.src].kind == "gpu" else ch.dst if nodes[ch.dst].kind == "gpu" else None
-        if gpu is None:  # switch to switch: joins trays only
+        if gpu is None:  # switch to switch: kept between the original chips, which no GPU reaches now
+            channels.append(ch)
             continue
         tray = tray_of[gpu]
         src, dst = end(ch.src, tray), end(ch.dst, tray)
@@ -67,9 +70,9 @@ def _per_tray(fabric: Fabric) -> Fabric:
             group = tray_of.get(name) or host_tray.get(name) or node.group
             kept[name] = dataclasses.replace(node, group=group)
     kept.update(copies)
-    channels = [dataclasses.replace(c, id=i) for i, c in enumerate(channels)]
+    changes = [dataclasses.replace(change, fabric=per_tray(change.fabric)) for change in fabric.changes]
     return dataclasses.replace(fabric, name=f"{fabric.name}, NVLink per tray (MNNVL off)", nodes=kept,
-                               channels=channels, route_cache={})
+                               channels=channels, route_cache={}, changes=changes)
 
 
 def _host_trays(fabric: Fabric, tray_of: dict[str, str]) -> dict[str, str]:
