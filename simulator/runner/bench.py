@@ -156,8 +156,7 @@ def plan_bench(request: BenchRequest) -> BenchPlan:
         select_gpus(fabric, count, placement, field="--gpus")
         fabric, placement = per_tray_job(fabric, count, placement, "NCCL_MNNVL_ENABLE=0", field="--no-mnnvl")
         healthy = per_tray(healthy)
-    placed = select_gpus(fabric, request.gpus or (None if placement else len(fabric.gpus)), placement,
-                         field="--gpus")
+    placed = select_gpus(fabric, count, placement, field="--gpus")
     n = len(placed)
     if request.root >= n:
         raise InputError(f"root rank {request.root} does not exist: the run has ranks 0..{n - 1}", field="root")

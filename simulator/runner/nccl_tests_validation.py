@@ -70,9 +70,10 @@ class RunSettings:
     channels: int | None = None
     notes: tuple[str, ...] = ()
     """One line per NCCL_* setting read from the log (or ignored, and why)."""
-    per_tray: bool = False
-    """NCCL_MNNVL_ENABLE=0: run on the fabric with NVLink confined to each compute tray
-    (``topology.partitions.per_tray``), every tray its own NCCL node."""
+    per_tray: tuple[str, int | None] | None = None
+    """MNNVL off (NCCL_MNNVL_ENABLE=0, or MNNVL 0 in NCCL's init line across nodes): what said so and
+    its line, to run on the fabric with NVLink confined to each compute tray
+    (``topology.partitions.per_tray``), every tray its own NCCL node; None: MNNVL as the topology."""
 
 
 NVLS_RECORDS = tuple(r.name for r in ALGORITHMS.values() if r.nccl_algo.lower().startswith("nvls"))
@@ -256,10 +257,10 @@ def settings_for(run: NcclTestsRun, algo: str = "auto", protocol: str = "auto") 
         if found is not None:
             notes.append(f"{var}={found[0]} ({_where(found[1])}): {off if _off(found[0]) else on}")
     mnnvl = run.setting("NCCL_MNNVL_ENABLE")
-    per_tray = mnnvl is not None and _off(mnnvl[0])
+    per_tray = (f"NCCL_MNNVL_ENABLE={mnnvl[0]} ({_where(mnnvl[1])})", mnnvl[1]) if mnnvl and _off(mnnvl[0]) else None
     nodes = run.nccl_nodes
-    if not per_tray and nodes is not None and nodes.mnnvl == 0 and nodes.nodes > 1:
-        per_tray = True
+    if per_tray is None and nodes is not None and nodes.mnnvl == 0 and nodes.nodes > 1:
+        per_tray = (f"MNNVL 0 in NCCL's init line (line {nodes.line})", nodes.line)
         notes.append(f"NCCL's init line (line {nodes.line}): nNodes {nodes.nodes}, MNNVL 0: NCCL's nodes are hosts "
                      "(on NVL72 racks every compute tray its own node, as NCCL_MNNVL_ENABLE=0)")
     return RunSettings(algo=algo, protocol=protocol, channels=channels, notes=tuple(notes), per_tray=per_tray)
@@ -413,10 +414,8 @@ def compare_run(fabric: Fabric, run: NcclTestsRun, *, gpus: int | None = None, a
     settings = settings_for(run, algo, protocol)
     if (placement is None or placement.is_default) and (from_log := log_placement(fabric, run, ranks)) is not None:
         placement = from_log[0]
-    if settings.per_tray:  # place on the racks as written, then run where NCCL sees trays as nodes
-        found = run.setting("NCCL_MNNVL_ENABLE")
-        said, line = ((f"NCCL_MNNVL_ENABLE={found[0]} ({_where(found[1])})", found[1]) if found else
-                      (f"MNNVL 0 in NCCL's init line (line {run.nccl_nodes.line})", run.nccl_nodes.line))
+    if settings.per_tray is not None:  # place on the racks as written, then run where NCCL sees trays as nodes
+        said, line = settings.per_tray
         fabric, placement = per_tray_job(fabric, ranks, placement, said, file=run.path, line=line or run.header_line)
     root = next((r.root for r in logged if r.root is not None and r.root >= 0), 0)  # rooted ops' -r
     spec = SweepSpec(op=run.op, gpus=ranks, sizes=tuple(r.bytes for r in logged), algo=settings.algo,

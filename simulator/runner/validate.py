@@ -180,8 +180,8 @@ def run_validate(planned: ValidatePlan | ValidateRequest,
                        on_row=(lambda r: on_row(r["name"])) if on_row else None)
         return ValidateOutcome(request=request, rows=rows)
     results, placed = [], {}
+    unplaced = request.placement is None or request.placement.is_default
     for run in planned.runs:
-        unplaced = request.placement is None or request.placement.is_default
         if unplaced and run.ranks and (found := log_placement(planned.fabric, run, run.ranks)):
             placed[(run.path, run.test)] = found[1]
         heard = (lambda r, run=run: on_row(f"{run_label(run, r['ranks'])}: {r['bytes']} B")) if on_row else None

@@ -40,7 +40,7 @@ _HOST_SKIPS = frozenset({"nvlink", "network"})
 NETWORK = frozenset({"network"})
 
 
-def _nearest(fabric: Fabric, start: str, kind: str) -> tuple[str, ...]:
+def nearest_on_host(fabric: Fabric, start: str, kind: str) -> tuple[str, ...]:
     """The ``kind`` nodes fewest host-side hops from ``start`` (breadth first over every channel but
     NVLink and network ones, never passing through a GPU or NIC), in name order; () if none.
     Cached on the fabric per (start, kind)."""
@@ -75,7 +75,7 @@ def _natural(name: str) -> tuple:
 
 def local_nics(fabric: Fabric, gpu: str) -> tuple[str, ...]:
     """The NICs closest to ``gpu`` on its host (NCCL's local nets), in name order."""
-    return _nearest(fabric, gpu, "nic")
+    return nearest_on_host(fabric, gpu, "nic")
 
 
 def _mirror(value: int, pow2: int) -> int:
@@ -96,7 +96,7 @@ def net_nics(fabric: Fabric, gpu: str, job: Collection[str] | None = None) -> tu
     nets = local_nics(fabric, gpu)
     if not nets:
         return ()
-    near = _nearest(fabric, nets[0], "gpu")  # NCCL's local GPUs of the first local NET
+    near = nearest_on_host(fabric, nets[0], "gpu")  # NCCL's local GPUs of the first local NET
     sharing = sum(1 for g in near if g in job) if job is not None else len(near)
     key = ("nics.net", gpu, sharing)
     found = fabric.route_cache.get(key)

@@ -23,6 +23,7 @@ from __future__ import annotations
 import dataclasses
 
 from simulator.topology.fabric import Fabric
+from simulator.topology.nics import nearest_on_host
 from simulator.topology.placement import layout
 
 NVLINK = "nvlink"
@@ -43,7 +44,8 @@ def _per_tray(fabric: Fabric) -> Fabric:
     nodes = fabric.nodes
     if all(len({tray_of[g] for g in rack}) == 1 for rack in layout(fabric).racks):
         return fabric
-    host_tray = _host_trays(fabric, tray_of)
+    host_tray = {name: tray_of[near[0]] for name, node in nodes.items()  # Graces, PCIe switches, NICs
+                 if node.kind != "gpu" and (near := nearest_on_host(fabric, name, "gpu"))}
 
     def end(name: str, gpu_tray: str) -> str:
         return f"{name}@{gpu_tray}" if nodes[name].kind == "switch" else name
@@ -73,25 +75,3 @@ def _per_tray(fabric: Fabric) -> Fabric:
     changes = [dataclasses.replace(change, fabric=per_tray(change.fabric)) for change in fabric.changes]
     return dataclasses.replace(fabric, name=f"{fabric.name}, NVLink per tray (MNNVL off)", nodes=kept,
                                channels=channels, route_cache={}, changes=changes)
-
-
-def _host_trays(fabric: Fabric, tray_of: dict[str, str]) -> dict[str, str]:
-    """Host-side devices (Grace, PCIe switches, NICs) -> the tray of the GPUs they serve: the tray
-    of the first GPU reached from them over host links (C2C, PCIe)."""
-    out: dict[str, str] = {}
-    for ch in fabric.channels:
-        if ch.fabric in (NVLINK, "network"):
-            continue
-        for a, b in ((ch.src, ch.dst), (ch.dst, ch.src)):
-            if a in tray_of and b not in tray_of:
-                out.setdefault(b, tray_of[a])
-    changed = True
-    while changed:  # NICs behind a Grace or PCIe switch take its tray
-        changed = False
-        for ch in fabric.channels:
-            if ch.fabric in (NVLINK, "network"):
-                continue
-            if ch.src in out and ch.dst not in out and ch.dst not in tray_of:
-                out[ch.dst] = out[ch.src]
-                changed = True
-    return out

@@ -164,7 +164,8 @@ def choose(fabric: Fabric, gpus: tuple[str, ...], op: str, nbytes: int, algo: st
     of rounding per transfer). ``skip``: a candidate whose bound exceeds the best estimate so far
     is not built (it cannot win); at 1 GiB that leaves LL unbuilt. Across more than two nodes, and
     at one GPU per node, the candidates NCCL rates by one bandwidth per channel
-    (``AlgorithmRecord.nccl_rating``: ring, tree, pat) are ranked as NCCL ranks them (``nccl_rated_extra_s``); the time returned is the estimate."""
+    (``AlgorithmRecord.nccl_rating``: ring, tree, pat) are ranked as NCCL ranks them
+    (``nccl_rated_extra_s``); the time returned is the estimate."""
     listed = choices(algo)  # None: one algorithm asked for
     algos = listed if listed is not None else [algo]
     # a list (not auto) none of whose algorithms auto would try here runs them by name, as NCCL_ALGO=Tree
