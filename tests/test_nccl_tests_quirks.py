@@ -375,3 +375,22 @@ def test_a_cut_table_followed_by_the_next_command_line():
         "all_reduce", [19, 20, 21], "all_gather", "binary name (line 22)")
     assert [(w.line, w.message[:24]) for w in first.warnings] == [(21, "the table ends here with")]
     assert second.setting("NCCL_PROTO") == ("LL128", 22)
+
+
+def test_a_rank_label_inside_a_row_is_taken_off_like_the_one_before_it():
+    """MPICH -prepend-rank labels each write, and nccl-tests writes a row in three pieces."""
+    run = _one("mpich_prefixes.log")
+    assert (run.op, run.ranks, run.warnings) == ("all_reduce", 16, ())
+    assert [(r.line, r.bytes, r.out_of_place.busbw_GBps, r.in_place.busbw_GBps) for r in run.rows] == [
+        (27, 1 << 20, 33.85, 34.02), (28, 2 << 20, 54.23, 54.46), (29, 4 << 20, 80.41, 80.66),
+        (30, 8 << 20, 109.07, 109.30)]
+    assert run.out_of_bounds == "0 OK"
+
+
+def test_an_old_error_column_warns_only_above_nccl_tests_own_tolerance():
+    """Before 2.13 the column held the largest deviation; float sums on 8 ranks allowed 7 x 1e-5."""
+    run = _one("old_error_column.log")
+    assert (run.op, run.ranks, len(run.rows)) == ("all_reduce", 8, 4)
+    assert [r.out_of_place.wrong for r in run.rows] == ["2e-07", "4e-07", "1e-06", "3e-02"]
+    assert _where(run) == [(21, "out-of-place error is 3e-02, above nccl-tests' tolerance 7e-05 for float: "
+                                "the results of this row were wrong (its time is kept)")]

@@ -31,6 +31,8 @@ _PREFIXES = (
 
 MAX_PREFIXES = 6
 
+_TIMESTAMP_TAG = re.compile(_TIMESTAMP)
+
 _NCCL_MARK = re.compile(r"NCCL (?:INFO|WARN|TRACE|CALL|ABORT)\b|NCCL version \d")
 _DEBUG_START = re.compile(
     r"(?:\[\d{4}-\d{2}-\d{2}[^\]]*\]\s*)?"          # NCCL_DEBUG_TIMESTAMP_FORMAT
@@ -69,26 +71,45 @@ class CleanLine:
 
 def strip_prefixes(line: str) -> str:
     """``line`` without launcher prefixes and surrounding white space."""
+    return _strip(line)[0]
+
+
+def _strip(line: str) -> tuple[str, tuple[str, ...]]:
+    """``line`` without launcher prefixes, and the bracketed rank or host tags among them."""
     line = line.strip()
+    tags = []
     for _ in range(MAX_PREFIXES):
         if line.startswith("#"):
             break
         for prefix in _PREFIXES:
             m = prefix.match(line)
             if m and m.end() > 0:
+                tag = m.group().strip()
+                if tag.startswith("[") and not _TIMESTAMP_TAG.fullmatch(tag):
+                    tags.append(tag)
                 line = line[m.end():].lstrip()
                 break
         else:
             break
-    return line
+    return line, tuple(tags)
+
+
+def _untag(text: str, tags: tuple[str, ...]) -> str:
+    """``text`` without the line's own rank or host tags inside it: a launcher that labels each
+    write (MPICH's ``-prepend-rank``) labels again where nccl-tests printed a row in pieces
+    (``... sum  -1[0]    1626.5  0.64 ...``, NVIDIA/nccl issue 1453)."""
+    for tag in tags:
+        if tag in text:
+            text = text.replace(tag, " ")
+    return text
 
 
 def clean(raw: str) -> CleanLine:
     """``raw`` (one line, without its newline) cleaned: prefixes off, NCCL debug text apart."""
-    line = strip_prefixes(raw)
+    line, tags = _strip(raw)
     mark = _NCCL_MARK.search(line)
     if mark is None:
-        return CleanLine(line, None)
+        return CleanLine(_untag(line, tags).strip(), None)
     start = None
     for m in _DEBUG_START.finditer(line):
         if m.end() > mark.start() - 1 and m.start() <= mark.start():
@@ -97,7 +118,7 @@ def clean(raw: str) -> CleanLine:
     if start is None:
         start = mark.start()
     # a hostname glued to a digit: "0host-a:42:43 [0] NCCL INFO" -> cut before the letter
-    before = line[:start].rstrip()
+    before = _untag(line[:start], tags).strip()
     if not before:
         return CleanLine("", line)
     return CleanLine(before, line[start:], glued=True)

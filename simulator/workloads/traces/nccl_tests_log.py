@@ -190,6 +190,9 @@ class _Columns:
     placements: tuple[tuple[int, int, int, int | None], ...]
     """(time, algbw, busbw, wrong) indices: out-of-place first, then in-place if present."""
     cputime: bool = False
+    max_error: bool = False
+    """The wrong column is old versions' ``error`` (the largest deviation from the expected result,
+    ``%5.0le``), not a count of wrong elements."""
 
 
 def _header_columns(names: list[str], path: str, line: int) -> _Columns:
@@ -216,7 +219,8 @@ def _header_columns(names: list[str], path: str, line: int) -> _Columns:
     return _Columns(width=len(names), size=where["size"], count=where["count"], type=where["type"],
                     redop=names.index("redop") if "redop" in names else None,
                     root=names.index("root") if "root" in names else None,
-                    placements=tuple(placements), cputime=names[times[0]] == "cputime")
+                    placements=tuple(placements), cputime=names[times[0]] == "cputime",
+                    max_error=any(w is not None and names[w] == "error" for *_, w in placements))
 
 
 def _inferred_columns(fields: list[str]) -> tuple[_Columns, str] | None:
@@ -240,6 +244,17 @@ def _inferred_columns(fields: list[str]) -> tuple[_Columns, str] | None:
     placement = "time algbw busbw #wrong" + (" i_min i_max i_p99 i_cv%" if per == 8 else "")
     layout = " ".join(names) + " | " + " | ".join([placement] * len(places))
     return _Columns(width=len(fields), size=0, count=1, type=2, redop=redop, root=root, placements=places), layout
+
+
+_DELTA_MAX = {"half": 1e-2, "bfloat16": 1e-2, "float": 1e-5, "double": 1e-12}
+"""Largest deviation per rank an old nccl-tests accepted (``DeltaMaxValue`` in ``src/common.cu``
+before 2.13: 1e-2 for half and bfloat16, 1e-5 for float, 1e-12 for double, none for integers)."""
+
+
+def _max_error_allowed(dtype: str, ranks: int) -> float:
+    """The ``error`` above which an old nccl-tests counted a row wrong: ``DeltaMaxValue(type) *
+    (nranks - 1)`` (``CheckData`` in ``src/common.cu`` before 2.13)."""
+    return _DELTA_MAX.get(dtype, 0.0) * max(1, ranks - 1)
 
 
 def _wrong_ok(text: str) -> bool:
@@ -274,6 +289,11 @@ class _Test:
 
     def warn(self, line: int | None, message: str, row: bool = False) -> None:
         self.draft.warn(line, message, row)
+
+    def _ranks(self) -> int:
+        """The ranks this test's header names so far (its rank lines, else threads x GPUs; 2 without)."""
+        d = self.draft
+        return max(len(d.rank_lines), (d.threads or 0) * (d.gpus_per_thread or 0), 2)
 
     def add_row(self, fields: list[str], number: int, glued: bool) -> bool:
         """Read a data row into this test; True if it starts another test instead (rows without a
@@ -366,7 +386,12 @@ class _Test:
             if not algbw_ok(size, f):
                 return (f"{place} algbw {fields[a]} GB/s is not size / time = {size} B / {fields[t]} us = "
                         f"{size / read['time'][0] / 1e3:.4g} GB/s, to the printed digits")
-            if wrong not in (None, "N/A") and float(wrong) > 0:
+            if wrong not in (None, "N/A") and cols.max_error:
+                limit = _max_error_allowed(dtype, self._ranks())
+                if float(wrong) > limit:
+                    self.warn(number, f"{place} error is {wrong}, above nccl-tests' tolerance {limit:.0e} for "
+                                      f"{dtype}: the results of this row were wrong (its time is kept)")
+            elif wrong not in (None, "N/A") and float(wrong) > 0:
                 self.warn(number, f"{place} #wrong is {wrong}: nccl-tests found wrong results in this row "
                                   "(its time is kept)")
             timings.append(Timing(read["time"][0], read["algbw"][0], read["busbw"][0], wrong))

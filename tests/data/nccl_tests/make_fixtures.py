@@ -11,6 +11,7 @@ figures, so a change here shows up there.
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
@@ -251,6 +252,43 @@ def host_timestamps() -> str:
     return "".join(out)
 
 
+def mpich_prefixes() -> str:
+    """MPICH ``-prepend-rank`` labels every write of rank 0 with ``[0] ``; nccl-tests prints a row in
+    three writes (size ... root, out-of-place, in-place), so the label comes back inside the row
+    (the shape of NVIDIA/nccl issue 1453's log)."""
+    run = Run("all_reduce", 16, 1 << 20, 8 << 20, 40.0, 180.0)
+    out = [NOTE.format(what="all_reduce on 16 GPUs (2 nodes) under mpiexec -prepend-rank, rows labelled per write")]
+    for line in (run.preamble(gpus_per_process=1) + run.header()).splitlines():
+        out.append(f"[0] {line}\n")
+    for i in range(len(run.rows)):
+        first, oop, ip = _pieces(run.row_text(i))
+        out.append(f"[0] {first}[0] {oop}[0] {ip}\n")
+    out += [f"[0] {line}\n" for line in run.footer().splitlines()]
+    return "".join(out)
+
+
+def _pieces(row: str) -> tuple[str, str, str]:
+    """A data row split where nccl-tests' three writes end: after root, after out-of-place #wrong."""
+    cut = [m.start() for m in re.finditer(r"\S+", row)]
+    return row[:cut[5]].rstrip(), row[cut[5]:cut[9]].rstrip(), row[cut[9]:]
+
+
+def old_error_column() -> str:
+    """A whole log of an old nccl-tests (before 2.13): no root column and an ``error`` column holding the
+    largest deviation from the expected sum (``%5.0le``); one row's deviation is over its tolerance."""
+    run = Run("all_reduce", 8, 1 << 20, 8 << 20, 25.0, 240.0)
+    header = ("#                                                     out-of-place                       in-place\n"
+              "#       size         count    type   redop     time   algbw   busbw  error     time   algbw   busbw  error\n"
+              "#        (B)    (elements)                      (us)  (GB/s)  (GB/s)            (us)  (GB/s)  (GB/s)\n")
+    rows = _old_rows(run, redop=True).splitlines()
+    deviations = ["2e-07", "4e-07", "1e-06", "3e-02"]
+    rows = [r.replace("0e+00", deviations[i], 1) for i, r in enumerate(rows)]
+    pre = run.preamble().replace("# nccl-tests version 2.17.6 nccl-headers=22703 nccl-library=22703\n", "")
+    return (NOTE.format(what="an old nccl-tests all_reduce log on 8 GPUs, error column of deviations")
+            + pre + header + "".join(r + "\n" for r in rows)
+            + "# Out of bounds values : 1 FAILED\n# Avg bus bandwidth    : %g \n#\n" % run.average)
+
+
 def garbled() -> str:
     """A good log with one field garbled on several rows (issue 28 item 5), and a form feed and a U+2028
     in two comments above them, which must not move the later line numbers."""
@@ -308,7 +346,8 @@ FIXTURES = {
     "rank_list_cut.log": rank_list_cut, "grep_rows.log": grep_rows, "grep_rows_old.log": grep_rows_old,
     "grep_rows_old_all_gather.log": grep_rows_old_all_gather,
     "several_runs.log": several_runs, "ompi_prefixes.log": ompi_prefixes, "slurm_prefixes.log": slurm_prefixes,
-    "host_timestamps.log": host_timestamps,
+    "host_timestamps.log": host_timestamps, "mpich_prefixes.log": mpich_prefixes,
+    "old_error_column.log": old_error_column,
     "garbled.log": garbled, "all_reduce.json": json_output,
 }
 
