@@ -104,16 +104,18 @@ def test_three_racks_ring_as_nccl_chose_it(gpus, per_rack, ring_busbw):
 
 
 def test_published_multinode_entry_runs_on_whole_servers():
-    """The 2x HGX H100 entries' first 16 ranks are two whole servers of hopper_ib_rack, as the runs'
-    two 8-GPU workers were."""
+    """The 16-GPU entries' first 16 ranks are two whole servers (HGX H100 of hopper_ib_rack, DGX A100
+    of dgx_a100_hdr_su), as the runs' two 8-GPU workers were."""
     from simulator.runner.sweeps import select_gpus
 
     entries = [e for e in load_published(ROOT / "validation" / "published.yaml")
-               if e.kind == "collective" and e.gpus == 16 and "hopper_ib_rack" in e.topology]
-    assert sorted(e.op for e in entries) == ["all_reduce", "sendrecv"]
+               if e.kind == "collective" and e.gpus == 16]
+    assert sorted((Path(e.topology).stem, e.op) for e in entries) == [
+        ("dgx_a100_hdr_su", "all_reduce"), ("hopper_ib_rack", "all_reduce"), ("hopper_ib_rack", "sendrecv")]
     for entry in entries:
         gpus = select_gpus(build_fabric(ROOT / entry.topology), entry.gpus)
-        assert sorted({g.split(".")[0] for g in gpus}) == ["hgx0", "hgx1"]
+        servers = ["dgx0", "dgx1"] if "a100" in entry.topology else ["hgx0", "hgx1"]
+        assert sorted({g.split(".")[0] for g in gpus}) == servers
 
 
 def test_twelve_hgx_h100_nodes_collnet_chain_with_sharp():
