@@ -357,8 +357,10 @@ def test_plot_never_overwrites_a_log(tmp_path):
 
 def test_a_log_on_other_gpus_than_the_topology_says_so():
     """The '#  Rank' lines name the GPU model: another architecture than the topology's is a note
-    that the comparison is of another system; the same architecture (A800 on A100 parts) a note that
-    the model is the same; the topology's own GPUs, or a model it cannot name, no note."""
+    that the comparison is of another system; the same architecture a note that the model is the
+    same (H200 on H100 parts), or that its NVLink is not the log's (A800's 8 links on A100 parts);
+    a model fabricsim does not know by name a note that the topology's GPUs stand in; the
+    topology's own GPUs, or a generic name, no note."""
     from simulator.runner.nccl_tests_validation import gpu_note
 
     (run,) = parse_text(MPI_RUN)  # NVIDIA A100-SXM4-80GB, first '#  Rank' line 4
@@ -369,10 +371,20 @@ def test_a_log_on_other_gpus_than_the_topology_says_so():
         "CTA rates, NVLink and NVLS; validate on a topology of the log's GPUs")
     (a800,) = parse_text(MPI_RUN.replace("A100-SXM4-80GB", "A800-SXM4-80GB"))
     assert gpu_note(a800, {"a100": "ampere"}) == (
-        f"the log's GPUs are A800 (line {line}), the topology's a100: the same architecture (ampere), whose "
+        f"the log's GPUs are A800 (line {line}), the topology's a100: the same architecture (ampere), but A800 "
+        "SXM has 8 NVLink 3 links, 400 GB/s both directions, where A100 SXM has 12, 600 GB/s (NVIDIA A800 "
+        "datasheet), so the topology's NVLink is not the log's")
+    (h200,) = parse_text(MPI_RUN.replace("A100-SXM4-80GB", "H200"))
+    assert gpu_note(h200, {"h100": "hopper"}) == (
+        f"the log's GPUs are H200 (line {line}), the topology's h100: the same architecture (hopper), whose "
         "collective model is the same")
     (unnamed,) = parse_text(MPI_RUN.replace("A100-SXM4-80GB", "Graphics Device"))
     assert gpu_note(unnamed, {"h100": "hopper"}) is None
+    (other,) = parse_text(MPI_RUN.replace("NVIDIA A100-SXM4-80GB", "AMD Instinct MI300X"))
+    note = gpu_note(other, {"h100": "hopper"})
+    assert note.startswith(f"the log's GPUs are AMD Instinct MI300X (line {line}), not a GPU model fabricsim "
+                           "knows by name (GB300, GB200,") and note.endswith(
+        "the topology's h100 stand in for their CTA rates, NVLink and NVLS")
 
 
 def test_an_off_setting_read_off_a_sentence_is_off():

@@ -394,3 +394,103 @@ def test_an_old_error_column_warns_only_above_nccl_tests_own_tolerance():
     assert [r.out_of_place.wrong for r in run.rows] == ["2e-07", "4e-07", "1e-06", "3e-02"]
     assert _where(run) == [(21, "out-of-place error is 3e-02, above nccl-tests' tolerance 7e-05 for float: "
                                 "the results of this row were wrong (its time is kept)")]
+
+
+# Shapes of real logs found in public issues (issue 24 item 1), rows written here with numbers of our own.
+_OLD_HEADER = ("#       size         count    type   redop     time   algbw   busbw  error     time   algbw   busbw"
+               "  error\n"
+               "#        (B)    (elements)                      (us)  (GB/s)  (GB/s)            (us)  (GB/s)  (GB/s)\n")
+
+
+def test_an_old_alltoall_row_printed_its_redop_as_nothing():
+    """Old nccl-tests passed '' as alltoall's redop (TimeTest(..., "", -1)): one field fewer than the header."""
+    text = _OLD_HEADER + ("   268435456       1048576   float           5209.3   51.53   50.73  0e+00   5195.6   51.67"
+                          "   50.86  0e+00\n"
+                          "   536870912       2097152   float          10419.7   51.52   50.72  0e+00  10412.9   51.56"
+                          "   50.75  0e+00\n")
+    (run,) = parse_text(text + "# Out of bounds values : 0 OK\n", "old_a2a.log", op="alltoall")
+    assert (run.ranks, run.warnings) == (64, ())
+    assert [(r.bytes, r.redop, r.out_of_place.busbw_GBps) for r in run.rows] == [
+        (268435456, "none", 50.73), (536870912, "none", 50.72)]
+    # old all_gather printed no redop column; an empty one under the header's was alltoall_perf's
+    (found,) = parse_text(text + "# Out of bounds values : 0 OK\n", "old_a2a.log", gpus=64)
+    assert (found.op, found.op_from) == ("alltoall", "empty redop (line 3), as old alltoall_perf printed it")
+
+
+def test_old_all_gather_algbw_is_read_as_nccl_tests_prints_it_since():
+    """Before ec1b5e2 (June 2020) all_gather printed algbw = (n - 1) / n x size / time = busbw."""
+    text = ("       65536          8192   float    16.57    1.98    1.98  0e+00    13.83    2.37    2.37  0e+00\n"
+            "      131072         16384   float    23.07    2.84    2.84  0e+00    18.39    3.56    3.56  0e+00\n")
+    (run,) = parse_text(text, "old_ag.log", op="all_gather")
+    assert run.ranks == 2
+    assert [(r.out_of_place.time_us, round(r.out_of_place.algbw_GBps, 2), r.out_of_place.busbw_GBps)
+            for r in run.rows] == [(16.57, 3.96, 1.98), (23.07, 5.68, 2.84)]
+    assert _where(run) == [(1, "algbw is (n - 1) / n x size / time and busbw equals it, as nccl-tests printed "
+                               "all_gather and reduce_scatter before commit ec1b5e2 (June 2020, first in v2.9.0): "
+                               "read as algbw = size / time, busbw as printed (the same as since)")]
+    # an algbw that fits neither convention is still left out, with its warning
+    (bad,) = parse_text(text.replace("1.98    1.98", "1.50    1.50"), "bad.log", op="all_gather")
+    assert [r.line for r in bad.rows] == [2]
+    assert bad.warnings[0].line == 1 and "algbw 1.50 GB/s is not size / time" in bad.warnings[0].message
+
+
+@pytest.mark.parametrize("header", [True, False])
+def test_a_row_cut_in_its_in_place_columns_keeps_its_out_of_place_ones(header):
+    """With a header, or rows kept by grep: the cut row stays in its table, with a warning."""
+    rows = ("        1024            32     float    none      -1    10.80    0.09    0.08      0    10.54    0.10"
+            "    0.09      0\n"
+            "        2048            64     float    none      -1    11.08    0.18    0.16      0    10.80    0.19"
+            "    0.17      0\n"
+            "        4096           128     float    none      -1    11.13    0.37    0.32      0    10.9\n")
+    head = ("#       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw"
+            "   busbw #wrong\n") if header else ""
+    (run,) = parse_text(head + rows, "cut.log", op="alltoall")
+    assert [(r.bytes, r.in_place is None) for r in run.rows] == [(1024, False), (2048, False), (4096, True)]
+    line = 4 if header else 3
+    assert (line, "data row cut short in its in-place columns (10 of 13 fields): its out-of-place ones are "
+                  "kept") in _where(run)
+    with pytest.raises(InputError, match="cut short"):
+        parse_text(head + rows, "cut.log", op="alltoall", strict=True)
+
+
+def test_a_json_log_line_above_a_text_table_is_read_as_text():
+    """kubectl/fluentd logs open with a JSON line; the table below it is nccl-tests' text output."""
+    body = fixtures.Run("all_reduce", 8, 1 << 20, 4 << 20, 25.0, 360.0).log()
+    (run,) = parse_text('{"level":"info","msg":"starting job"}\n' + body, "k8s.log")
+    assert (run.op, run.ranks, len(run.rows)) == ("all_reduce", 8, 3)
+    with pytest.raises(InputError, match="JSON"):
+        parse_text('{"level":"info","msg":"starting job"}\nno table here\n', "k8s.log")
+
+
+def test_words_after_a_number_are_text_not_a_data_row():
+    body = fixtures.Run("all_reduce", 8, 1 << 20, 4 << 20, 25.0, 360.0).log()
+    (run,) = parse_text("128 GPU all reduce run without sharp\n" + body, "prose.log")
+    assert len(run.rows) == 3 and _where(run) == [
+        (1, "text starting with a number (128 GPU all reduce ...): mostly words, so not read as a data row")]
+
+
+def test_validate_asks_for_the_rank_count_a_placement_flag_alone_cannot_give(tmp_path):
+    """Rows whose busbw / algbw cannot pin n down (0.00 GB/s), and --per-node without --gpus."""
+    log = tmp_path / "coarse.log"
+    log.write_text("#       size         count      type   redop    root     time   algbw   busbw #wrong     time"
+                   "   algbw   busbw #wrong\n"
+                   "         128            32     float     sum      -1    47.76    0.00    0.01      0    46.52"
+                   "    0.00    0.01      0\n")
+    args = ["validate", "--nccl-tests", str(log), "--topology", "hopper_ib_su", "--engine", "flow"]
+    result = runner.invoke(app, args + ["--per-node", "8"])
+    assert result.exit_code == 2
+    assert result.stderr.strip().splitlines()[-1] == (
+        f"fabricsim: {log}:1: the log says nothing to count ranks from (no '#  Rank ... device ...' lines, no "
+        "NCCL Init lines, and its rows' busbw / algbw do not pin a rank count down); --per-node 8 alone would "
+        "take 256 GPUs, from every node of Hopper IB scalable unit (32 x HGX H100): pass --gpus N")
+    assert runner.invoke(app, args + ["--per-node", "8", "--gpus", "16"]).exit_code == 0
+
+
+def test_a_one_rank_log_is_one_error_naming_its_line(tmp_path):
+    run = fixtures.Run("all_gather", 1, 1 << 20, 2 << 20, 5.0, 1.0)
+    log = tmp_path / "one.log"
+    log.write_text(run.log())
+    result = runner.invoke(app, ["validate", "--nccl-tests", str(log), "--topology", HGX, "--engine", "flow"])
+    assert result.exit_code == 2
+    assert result.stderr.strip().startswith(f"fabricsim: {log}:6: the log ran on 1 rank (")
+    assert "all_gather on one GPU crosses no link, so there is nothing to compare" in result.stderr

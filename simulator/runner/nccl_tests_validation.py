@@ -153,6 +153,16 @@ GPU_ARCHITECTURES = (("GB300", "blackwell"), ("GB200", "blackwell"), ("B300", "b
 the architecture of fabricsim's GPU parts (``parts/devices.yaml``), matched as whole words."""
 
 
+FEWER_NVLINKS = {
+    "H800": "H800 SXM has 8 NVLink 4 links, 400 GB/s both directions, where H100 SXM has 18, 900 GB/s "
+            "(NVIDIA H800 product brief)",
+    "A800": "A800 SXM has 8 NVLink 3 links, 400 GB/s both directions, where A100 SXM has 12, 600 GB/s "
+            "(NVIDIA A800 datasheet)",
+}
+"""Export models of an architecture whose NVLink is cut down: their logs run on fewer links than the
+full part's topology has."""
+
+
 def gpu_note(run: NcclTestsRun, architectures: Mapping[str, str]) -> str | None:
     """A note when the log's GPUs (its ``#  Rank`` lines) are of another model than the topology's
     (``architectures``: GPU part -> architecture): another architecture's CTA rates, NVLink and NVLS
@@ -160,16 +170,28 @@ def gpu_note(run: NcclTestsRun, architectures: Mapping[str, str]) -> str | None:
     or the log does not name a known model (``NVIDIA Graphics Device``)."""
     arch_of = dict(GPU_ARCHITECTURES)
     models = sorted({m for gpu in run.gpu_names for m in gpu.upper().replace("-", " ").split() if m in arch_of})
-    if not models or not architectures:
+    if not architectures:
         return None
-    archs = {arch_of[m] for m in models}
     parts = ", ".join(sorted(architectures))
+    if not models:
+        named = sorted({g for g in run.gpu_names if g and "GRAPHICS DEVICE" not in g.upper()})
+        if not named:
+            return None
+        known = ", ".join(m for m, _ in GPU_ARCHITECTURES)
+        return (f"the log's GPUs are {', '.join(named)} (line {run.rank_lines[0].line}), not a GPU model "
+                f"fabricsim knows by name ({known}): the topology's {parts} stand in for their CTA rates, "
+                "NVLink and NVLS")
+    archs = {arch_of[m] for m in models}
     theirs = sorted(set(architectures.values()))
     line = run.rank_lines[0].line
     if archs - set(theirs):
         return (f"the log's GPUs are {', '.join(models)} (line {line}, {'/'.join(sorted(archs))}), the topology's "
                 f"{parts} ({'/'.join(theirs)}): another architecture's CTA rates, NVLink and NVLS; validate on a "
                 f"topology of the log's GPUs")
+    if fewer := [m for m in models if m in FEWER_NVLINKS and m.lower() not in parts.lower()]:
+        return (f"the log's GPUs are {', '.join(models)} (line {line}), the topology's {parts}: the same "
+                f"architecture ({'/'.join(theirs)}), but {'; '.join(FEWER_NVLINKS[m] for m in fewer)}, so the "
+                "topology's NVLink is not the log's")
     if any(m.lower() not in parts.lower() for m in models):
         return (f"the log's GPUs are {', '.join(models)} (line {line}), the topology's {parts}: the same "
                 f"architecture ({'/'.join(theirs)}), whose collective model is the same")
@@ -383,12 +405,21 @@ def compare_run(fabric: Fabric, run: NcclTestsRun, *, gpus: int | None = None, a
         raise InputError(f"--gpus {gpus} contradicts the log, which ran on {run.ranks} ranks ({run.ranks_from})",
                          file=run.path, line=run.rank_lines[0].line if run.rank_lines else run.header_line)
     ranks = gpus or run.ranks
-    if ranks is None and placement is not None:  # the placement says how many
+    silent = ("the log says nothing to count ranks from (no '#  Rank ... device ...' lines, no NCCL Init lines, "
+              "and its rows' busbw / algbw do not pin a rank count down)")
+    if ranks is None and placement is not None and not placement.is_default:  # it says how many if it names GPUs
+        if (per := placement.per()) is not None and placement.hosts is None:
+            every = len(select_gpus(fabric, None, placement))
+            raise InputError(f"{silent}; {_flag(placement)} {per[1]} alone would take {every} GPUs, from every "
+                             f"{per[0]} of {fabric.name}: pass --gpus N", file=run.path, line=run.header_line)
         ranks = len(select_gpus(fabric, None, placement))
     if ranks is None:
-        raise InputError("the log says nothing to count ranks from (no '#  Rank ... device ...' lines, no NCCL "
-                         "Init lines, a bus factor of 1); pass --gpus N", file=run.path, line=run.header_line)
+        raise InputError(f"{silent}; pass --gpus N", file=run.path, line=run.header_line)
     where = run.rank_lines[0].line if run.rank_lines else run.header_line
+    if ranks < 2:
+        raise InputError(f"the log ran on 1 rank ({run.ranks_from or '--gpus'}): {run.op} on one GPU crosses no "
+                         "link, so there is nothing to compare; validate a log of 2 or more ranks",
+                         file=run.path, line=where)
     if ranks > len(fabric.gpus):
         who = "--gpus asks for" if run.ranks_from.startswith("--gpus") else "the log ran on"
         raise InputError(f"{who} {ranks} ranks but {fabric.name} has {len(fabric.gpus)} GPUs; pick a topology "
@@ -397,8 +428,12 @@ def compare_run(fabric: Fabric, run: NcclTestsRun, *, gpus: int | None = None, a
     if not logged:
         raise InputError(f"every usable row of this test is of 0 B ({len(run.rows)} rows): nothing to simulate; "
                          "run nccl-tests with a larger -b", file=run.path, line=run.header_line)
-    if in_place and any(r.in_place is None for r in logged):
-        raise InputError("--in-place: the log has no in-place columns", file=run.path, line=run.header_line)
+    if in_place and (lacking := [r for r in logged if r.in_place is None]):
+        if len(lacking) == len(logged):
+            raise InputError("--in-place: the log has no in-place columns", file=run.path, line=run.header_line)
+        raise InputError(f"--in-place: this row has no in-place columns (cut short; {len(lacking)} of "
+                         f"{len(logged)} rows lack them); compare the out-of-place ones", file=run.path,
+                         line=lacking[0].line)
     if placement is not None:
         try:
             select_gpus(fabric, ranks, placement)

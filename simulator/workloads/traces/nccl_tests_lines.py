@@ -163,6 +163,23 @@ def is_data_like(fields: list[str]) -> bool:
     return len(fields) >= 2 and NUMBER_LIKE.fullmatch(fields[0]) is not None
 
 
+_WORD = re.compile(r"[A-Za-z][A-Za-z'-]*[,.:;!?]?")
+
+
+def is_prose(fields: list[str]) -> bool:
+    """A line of words that happens to start with a number (``128 GPU all reduce test without
+    sharp``): at least three fields, more than half of them plain words that no nccl-tests column
+    prints (a type, a reduction, ``N/A``). A data row has at most three such fields (type, redop,
+    a garbled one) among seven or more numbers."""
+    words = [f for f in fields[1:] if _WORD.fullmatch(f) and f.lower() not in _COLUMN_WORDS]
+    return len(fields) >= 3 and len(words) * 2 > len(fields)
+
+
+_COLUMN_WORDS = frozenset({"n/a", "none", "sum", "prod", "max", "min", "avg", "mulsum", "premulsum", "float",
+                           "half", "double", "bfloat16", "int", "char", "int8", "uint8", "int32", "uint32",
+                           "int64", "uint64"})
+
+
 def without_timestamp(fields: list[str]) -> list[str]:
     """A row's fields without the ``YYYY-MM-DD HH:MM:SS`` that ``-Z`` adds at its end."""
     if len(fields) >= 2 and _ROW_TIMESTAMP.fullmatch(fields[-2]) and ":" in fields[-1]:

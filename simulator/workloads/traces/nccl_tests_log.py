@@ -55,7 +55,7 @@ from simulator.workloads.traces.nccl_tests_records import (  # noqa: F401  (the 
     OPS, PER_RANK_COUNT_OPS, REDOPS, REDUCING_OPS, ROOTED_OPS, TYPE_BYTES, LogWarning, NcclTestsRun, RankLine,
     Row, Timing, nccl_version_name)
 from simulator.workloads.traces.nccl_tests_resolve import (
-    Draft, Figures, NoUsableRows, RowDraft, algbw_ok, parse_env_flags, resolve)
+    Draft, Figures, NoUsableRows, RowDraft, algbw_ok, old_gather_figures, parse_env_flags, resolve)
 
 TIME_COLUMNS = ("time", "cputime")
 WRONG_COLUMNS = ("#wrong", "error")
@@ -130,7 +130,12 @@ def parse_text(text: str, path: str = "<text>", op: str | None = None, *, gpus: 
     if _is_json(text):
         from simulator.workloads.traces.nccl_tests_json import read_json
 
-        drafts = read_json(_blank_comments(text), path)
+        try:
+            drafts = read_json(_blank_comments(text), path)
+        except InputError as not_json:  # a JSON line of a log collector (kubectl, fluentd) above a text table?
+            drafts = _text_tables(text, path)
+            if drafts is None:
+                raise not_json from None
     else:
         drafts = _Reader(path).read(text)
     runs: list[NcclTestsRun] = []
@@ -163,6 +168,15 @@ def _is_json(text: str) -> bool:
         if stripped and not stripped.startswith("#"):
             return stripped.startswith("{")
     return False
+
+
+def _text_tables(text: str, path: str) -> list[Draft] | None:
+    """The text reader's tests of ``text`` if it finds rows in them, else None."""
+    try:
+        drafts = _Reader(path).read(text)
+    except InputError:
+        return None
+    return drafts if any(seg for draft in drafts for seg in draft.segments) else None
 
 
 def _blank_comments(text: str) -> str:
@@ -257,6 +271,20 @@ def _max_error_allowed(dtype: str, ranks: int) -> float:
     return _DELTA_MAX.get(dtype, 0.0) * max(1, ranks - 1)
 
 
+def _placement_end(cols: _Columns, i: int) -> int:
+    """The fields a row needs up to the end of placement ``i`` (its #wrong, else its busbw)."""
+    t, a, b, w = cols.placements[i]
+    return (w if w is not None else b) + 1
+
+
+def _blank_redop(fields: list[str], cols: _Columns) -> bool:
+    """The row printed its redop as nothing under a header that names one: old nccl-tests'
+    alltoall (``TimeTest(..., "", -1)`` before the root column), so the time stands where the redop
+    should and no root column follows."""
+    return (cols.redop is not None and cols.root is None and cols.redop < len(fields)
+            and lines.decimal(fields[cols.redop]) is not None)
+
+
 def _wrong_ok(text: str) -> bool:
     """``#wrong`` as nccl-tests prints it: a count (``%6g``), ``N/A`` with ``-c 0``, or old versions'
     max error (``0e+00``)."""
@@ -282,6 +310,8 @@ class _Test:
         self.footer = False
         self.last_row_line: int | None = None
         self.started_line: int | None = None
+        self.old_algbw_line: int | None = None
+        """The first row whose algbw is old nccl-tests' all_gather / reduce_scatter one (warned once)."""
 
     @property
     def has_table(self) -> bool:
@@ -314,12 +344,24 @@ class _Test:
             self.partial = (fields, number)
             return False
         self.last_row_line = number
+        if len(fields) == cols.width - 1 and _blank_redop(fields, cols):
+            fields = fields[:cols.redop] + ["none"] + fields[cols.redop:]
+            if self.draft.blank_redop is None:
+                self.draft.blank_redop = number
+        cut = None
+        if len(fields) < cols.width and len(cols.placements) > 1 and len(fields) >= _placement_end(cols, 0):
+            cut, cols = len(fields), replace(cols, width=_placement_end(cols, 0), placements=cols.placements[:1])
+            fields = fields[:cols.width]
         if len(fields) != cols.width:
             why = "cut short?" if len(fields) < cols.width else "text glued to it?"
             self.warn(number, f"data row has {len(fields)} fields, the columns ({self.draft.columns_from}) "
                               f"name {cols.width}: {why}", row=True)
             self.printed_busbw = None
             return False
+        if cut is not None:
+            self.warn(number, f"data row cut short in its in-place columns ({cut} of {self.columns.width} "
+                              "fields): its out-of-place ones are kept")
+            self.printed_busbw = None
         found = self._row(fields, number, cols)
         if isinstance(found, str):
             self._note_busbw(fields, cols)
@@ -384,8 +426,16 @@ class _Test:
                 return f"{place} #wrong {wrong!r} is not a count, N/A or an error figure"
             f = Figures(*read["time"], *read["algbw"], *read["busbw"], cputime=cols.cputime)
             if not algbw_ok(size, f):
-                return (f"{place} algbw {fields[a]} GB/s is not size / time = {size} B / {fields[t]} us = "
-                        f"{size / read['time'][0] / 1e3:.4g} GB/s, to the printed digits")
+                if (old := old_gather_figures(size, per_rank, f)) is None:
+                    return (f"{place} algbw {fields[a]} GB/s is not size / time = {size} B / {fields[t]} us = "
+                            f"{size / read['time'][0] / 1e3:.4g} GB/s, to the printed digits")
+                f, read["algbw"] = old, (old.algbw, old.algbw_half)
+                if self.old_algbw_line is None:
+                    self.old_algbw_line = number
+                    self.warn(number, "algbw is (n - 1) / n x size / time and busbw equals it, as nccl-tests "
+                                      "printed all_gather and reduce_scatter before commit ec1b5e2 (June 2020, "
+                                      "first in v2.9.0): read as algbw = size / time, busbw as printed (the "
+                                      "same as since)")
             if wrong not in (None, "N/A") and cols.max_error:
                 limit = _max_error_allowed(dtype, self._ranks())
                 if float(wrong) > limit:
@@ -611,13 +661,18 @@ class _Reader:
                 self._command(line, number)
             return
         fields = line.split()
+        if lines.is_data_like(fields) and cur.partial is None and lines.is_prose(fields):
+            cur.warn(number, f"text starting with a number ({' '.join(fields[:4])} ...): mostly words, so not "
+                             "read as a data row")
+            return
         if lines.is_data_like(fields) or (cur.partial is not None and lines.DECIMAL.fullmatch(fields[0])):
             if cur.state == "closed":
                 cur = self.next_test(number)
             elif cur.inferred and cur.columns is not None and cur.partial is None and any(cur.draft.segments):
                 width = len(lines.without_timestamp(fields))
                 other = _inferred_columns(lines.without_timestamp(fields)) if width != cur.columns.width else None
-                if other is not None:
+                cut = len(cur.columns.placements) > 1 and _placement_end(cur.columns, 0) <= width < cur.columns.width
+                if other is not None and not cut:  # (a row cut in its in-place columns stays: add_row says so)
                     cur = self.next_test(number)  # rows of another layout without a header: another log's
             if cur.columns is None:
                 inferred = _inferred_columns(lines.without_timestamp(fields))

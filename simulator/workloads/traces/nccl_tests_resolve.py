@@ -78,6 +78,8 @@ class Draft:
     warnings: list[LogWarning] = field(default_factory=list)
     avg_busbw: float | None = None
     out_of_bounds: str | None = None
+    blank_redop: int | None = None
+    """The first row that printed its redop as nothing (old nccl-tests' alltoall), or None."""
 
     def warn(self, line: int | None, message: str, row: bool = False) -> None:
         self.warnings.append(LogWarning(self.path, line, message, row))
@@ -136,6 +138,20 @@ def algbw_ok(size: int, f: Figures) -> bool:
     high = size / low_t / 1e3 if low_t > 0 else math.inf
     slack = EPS * max(1.0, f.algbw)
     return low - f.algbw_half - slack <= f.algbw <= high + f.algbw_half + slack
+
+
+def old_gather_figures(size: int, per_rank: int, f: Figures) -> Figures | None:
+    """A row as nccl-tests before v2.9.0 printed all_gather and reduce_scatter (up to commit ec1b5e2,
+    2020-06-19, "Change all_gather/reduce_scatter algbw to match the documentation"): algbw =
+    count x type bytes x (n - 1) / time, which is (n - 1) / n x size / time, and busbw equal to it
+    (the same busbw as since). The figures as nccl-tests prints them since (algbw = size / time),
+    or None if the row is not of that kind (``per_rank``: size / (count x type bytes) = n)."""
+    n = per_rank
+    if n < 2 or f.cputime or abs(f.algbw - f.busbw) > f.algbw_half + f.busbw_half + EPS * max(1.0, f.busbw):
+        return None
+    scale = n / (n - 1)
+    new = Figures(f.time, f.time_half, f.algbw * scale, f.algbw_half * scale, f.busbw, f.busbw_half)
+    return new if algbw_ok(size, new) else None
 
 
 def busbw_ok(size: int, f: Figures, factor: float) -> bool:
@@ -257,6 +273,10 @@ def _op(draft: Draft, op: str | None, ranks: int | None) -> tuple[str, str]:
         return op, "given"
     if len(candidates) == 1:
         return candidates[0], "columns"
+    if draft.blank_redop is not None and "alltoall" in candidates:
+        # before the root column, all_gather printed no redop column and alltoall an empty one (nccl-tests
+        # 119a0ec, src/alltoall.cu: TimeTest(..., "", -1))
+        return "alltoall", f"empty redop (line {draft.blank_redop}), as old alltoall_perf printed it"
     raise InputError(f"cannot tell the operation from the columns (it could be {' or '.join(candidates) or 'none'}); "
                      "pass --op, or keep the '# Collective test starting: <op>_perf' or command line in the "
                      "log", file=draft.path, line=where)
@@ -343,8 +363,9 @@ def _ranks(draft: Draft, op: str, gpus: int | None) -> tuple[int | None, str]:
         return gpus, f"--gpus (the log's {bound[1]} need at least {bound[0]})"
     if complete is not None:
         if gpus is not None and gpus != complete[0]:
-            raise InputError(f"--gpus {gpus} contradicts the log, which ran on {complete[0]} ranks "
-                             f"({complete[1]}); drop --gpus or pass --gpus {complete[0]}",
+            raise InputError(f"--gpus {gpus} contradicts the log, which ran on {complete[0]} "
+                             f"rank{'s' if complete[0] != 1 else ''} ({complete[1]}); drop --gpus or pass "
+                             f"--gpus {complete[0]}",
                              file=draft.path, line=min(lines) if lines else draft.first_line)
         return complete[0], complete[1]
     return gpus, "--gpus" if gpus is not None else ""
