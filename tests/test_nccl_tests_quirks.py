@@ -494,3 +494,25 @@ def test_a_one_rank_log_is_one_error_naming_its_line(tmp_path):
     assert result.exit_code == 2
     assert result.stderr.strip().startswith(f"fabricsim: {log}:6: the log ran on 1 rank (")
     assert "all_gather on one GPU crosses no link, so there is nothing to compare" in result.stderr
+
+
+def test_two_tables_side_by_side_read_the_left_one():
+    """A diff pasted side by side: header and rows of two runs with a '|' between them."""
+    run = fixtures.Run("all_reduce", 8, 1 << 20, 4 << 20, 25.0, 360.0)
+    lines_ = (run.header() + "".join(run.row_text(i) + "\n" for i in range(len(run.rows)))).splitlines()
+    text = "".join(f"{line}  |  {line}\n" for line in lines_)
+    (found,) = parse_text(run.preamble() + text, "diff.log")
+    assert [r.out_of_place.busbw_GBps for r in found.rows] == [float(r.split()[7]) for r in lines_[3:]]
+    first_row = found.rows[0].line
+    assert [w for w in _where(found) if "side by side" in w[1]] == [
+        (first_row, "two tables side by side ('|' between them, as a diff shows them): the left one is read")]
+
+
+def test_another_tools_table_is_named_as_such():
+    """mscclpp-test prints size, count, time, algbw, busbw but no type: not read, and the warning says why."""
+    text = ("#        size         count     time   algBw   busBw  #wrong     time   algBw   busBw  #wrong\n"
+            "       1048576        262144    18.26   57.42   50.24      0    17.91   58.55   51.23      0\n"
+            "       2097152        524288    27.02   77.61   67.91      0    26.84   78.13   68.36      0\n")
+    with pytest.raises(InputError) as err:
+        parse_text(text, "mscclpp.log", op="all_reduce", gpus=8)
+    assert "the column header at line 1 is not nccl-tests' (no 'type' column: another tool?)" in err.value.message

@@ -271,6 +271,11 @@ def _max_error_allowed(dtype: str, ranks: int) -> float:
     return _DELTA_MAX.get(dtype, 0.0) * max(1, ranks - 1)
 
 
+def _left_table(fields: list[str]) -> list[str]:
+    """The fields before a lone ``|``: the left table of two pasted side by side."""
+    return fields[:fields.index("|")] if "|" in fields else fields
+
+
 def _placement_end(cols: _Columns, i: int) -> int:
     """The fields a row needs up to the end of placement ``i`` (its #wrong, else its busbw)."""
     t, a, b, w = cols.placements[i]
@@ -310,6 +315,8 @@ class _Test:
         self.footer = False
         self.last_row_line: int | None = None
         self.started_line: int | None = None
+        self.side_by_side = False
+        """Rows of two tables side by side were seen (warned once)."""
         self.old_algbw_line: int | None = None
         """The first row whose algbw is old nccl-tests' all_gather / reduce_scatter one (warned once)."""
 
@@ -539,6 +546,9 @@ class _Reader:
         self.path = path
         self.done: list[_Test] = []
         self.cur = _Test(path)
+        self.foreign_header: tuple[int, list[str]] | None = None
+        """(line, missing names) of a table header that names size, time and busbw but not nccl-tests'
+        count or type (another benchmark's), for the warnings of the rows under it."""
 
     def read(self, text: str) -> list[Draft]:
         number = 0
@@ -642,7 +652,7 @@ class _Reader:
             cur.draft.out_of_bounds = line.split(":", 1)[1].strip()
             cur.footer = True
             return
-        tokens = line.lstrip("#").split()
+        tokens = _left_table(line.lstrip("#").split())
         if {"size", "count", "type", "busbw"} <= set(tokens):
             stray = tokens[:tokens.index("size")]
             if stray:  # a garbled header ('0  size count ...'): read from 'size' on, and say so
@@ -656,11 +666,20 @@ class _Reader:
             test.draft.columns_from = f"column header, line {number}"
             test.state = "table"
             return
+        if self.foreign_header is None and {"size", "time", "busbw"} <= (lower := {t.lower() for t in tokens}):
+            missing = [k for k in ("count", "type") if k not in lower]
+            self.foreign_header = (number, missing)  # another benchmark's table (mscclpp-test has no type)
         if line.startswith("#") or _UNITS.match(line) or _PLACEMENTS.match(line):
             if cur.state == "preamble":
                 self._command(line, number)
             return
         fields = line.split()
+        if "|" in fields:
+            fields = _left_table(fields)
+            if not cur.side_by_side:
+                cur.side_by_side = True
+                cur.warn(number, "two tables side by side ('|' between them, as a diff shows them): the left one "
+                                 "is read")
         if lines.is_data_like(fields) and cur.partial is None and lines.is_prose(fields):
             cur.warn(number, f"text starting with a number ({' '.join(fields[:4])} ...): mostly words, so not "
                              "read as a data row")
@@ -677,9 +696,15 @@ class _Reader:
             if cur.columns is None:
                 inferred = _inferred_columns(lines.without_timestamp(fields))
                 if inferred is None:
+                    if self.foreign_header is not None:
+                        at, missing = self.foreign_header
+                        names = " or ".join(map(repr, missing))
+                        said = f"the column header at line {at} is not nccl-tests' (no {names} column: another tool?)"
+                    else:
+                        said = "the log has no column header to say"
                     cur.warn(number, f"row left out: {len(fields)} fields fit none of nccl-tests' column layouts "
-                                     "('size count type [redop] [root]' and 4 or 8 fields per placement), and the "
-                                     "log has no column header to say", row=True)
+                                     f"('size count type [redop] [root]' and 4 or 8 fields per placement), and {said}",
+                             row=True)
                     return
                 cur.columns, layout = inferred
                 cur.inferred = True
