@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+from collections import Counter
+
 from typing import TYPE_CHECKING, Annotated, Optional
 
 import typer
@@ -160,16 +162,21 @@ def _print_logs(outcome) -> None:  # noqa: ANN001 - runner.validate.ValidateOutc
 
     request, results = outcome.request, outcome.results
     out = report_console()
+    tests = Counter(run.path for run, _ in results)
     for run, rows in results:
         out.print(fit(_log_table(run, rows, outcome.system, request.in_place), out.width))
         for note in outcome.notes(run):
             out.print(f"  from the log: {note}", highlight=False)
-        out.print(_summary_line(summarize(rows), "  this log"), highlight=False)
+        out.print(_summary_line(summarize(rows), "  this log" if tests[run.path] == 1 else "  this test"),
+                  highlight=False)
         out.print(f"  rows: {_counts_text(row_counts(run).as_dict())}", highlight=False)
     every, failed = outcome.every, outcome.failed
     if len(results) > 1:
-        out.print(_summary_line(summarize(every), f"all {len(results)} logs"), highlight=False)
-        out.print(f"all {len(results)} logs' rows: {_counts_text(outcome.row_counts())}", highlight=False)
+        every_one = (f"all {len(results)} logs" if len(tests) == len(results) else
+                     f"all {len(results)} tests of the log" if len(tests) == 1 else
+                     f"all {len(results)} tests of {len(tests)} logs")
+        out.print(_summary_line(summarize(every), every_one), highlight=False)
+        out.print(f"rows of {every_one}: {_counts_text(outcome.row_counts())}", highlight=False)
     out.print(f"{len(every) - len(failed)} of {len(every)} sizes within {request.threshold_pct:g}% "
               "(busbw error; time error where the log's busbw is below 1 GB/s).")
 
@@ -205,7 +212,8 @@ def _log_table(run: NcclTestsRun, rows: list[dict], system: str, in_place: bool)
     from simulator.units import format_bytes
 
     hosts = len(run.hosts)
-    where = f", {hosts} host{'s' if hosts != 1 else ''}" if hosts else ""
+    listed = len(run.rank_lines) < rows[0]["ranks"]  # a cut device list names only some hosts
+    where = f", {hosts} host{'s' if hosts != 1 else ''}{' in its device lines' if listed else ''}" if hosts else ""
     gpu = f", {run.gpu_names[0]}" if len(run.gpu_names) == 1 else ""
     title = (f"{run_label(run, rows[0]['ranks'])}{where}{gpu}\n"
              f"measured ({'in-place' if in_place else 'out-of-place'} columns) vs fabricsim on {system}")
