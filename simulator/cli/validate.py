@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 from collections import Counter
-
 from typing import TYPE_CHECKING, Annotated, Optional
 
 import typer
