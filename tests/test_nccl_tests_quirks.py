@@ -516,3 +516,17 @@ def test_another_tools_table_is_named_as_such():
     with pytest.raises(InputError) as err:
         parse_text(text, "mscclpp.log", op="all_reduce", gpus=8)
     assert "the column header at line 1 is not nccl-tests' (no 'type' column: another tool?)" in err.value.message
+
+
+def test_a_coarse_bus_factor_gives_the_range_of_rank_counts_it_fits(tmp_path):
+    """busbw / algbw = 4.33 / 2.20 is 1.9615-1.9749 at the printed digits: 2(n - 1) / n for n = 52-79,
+    not one count."""
+    log = tmp_path / "coarse.log"
+    log.write_text("#       size         count      type   redop    root     time   algbw   busbw #wrong     time"
+                   "   algbw   busbw #wrong\n"
+                   "   268435456      67108864     float     sum      -1   122131    2.20    4.33      0   122110"
+                   "    2.20    4.33      0\n")
+    result = runner.invoke(app, ["validate", "--nccl-tests", str(log), "--topology", "dgx_a100_hdr_su"])
+    assert result.exit_code == 2
+    assert result.stderr.strip().splitlines()[-1].endswith(
+        "pass --gpus N: the rows' busbw / algbw fit 52-79 ranks (line 2)")

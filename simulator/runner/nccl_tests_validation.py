@@ -414,7 +414,8 @@ def compare_run(fabric: Fabric, run: NcclTestsRun, *, gpus: int | None = None, a
                              f"{per[0]} of {fabric.name}: pass --gpus N", file=run.path, line=run.header_line)
         ranks = len(select_gpus(fabric, None, placement))
     if ranks is None:
-        raise InputError(f"{silent}; pass --gpus N", file=run.path, line=run.header_line)
+        hint = f": {run.ranks_from}" if run.ranks_from else ""
+        raise InputError(f"{silent}; pass --gpus N{hint}", file=run.path, line=run.header_line)
     where = run.rank_lines[0].line if run.rank_lines else run.header_line
     if ranks < 2:
         raise InputError(f"the log ran on 1 rank ({run.ranks_from or '--gpus'}): {run.op} on one GPU crosses no "

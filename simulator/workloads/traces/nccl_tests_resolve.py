@@ -368,7 +368,12 @@ def _ranks(draft: Draft, op: str, gpus: int | None) -> tuple[int | None, str]:
                              f"--gpus {complete[0]}",
                              file=draft.path, line=min(lines) if lines else draft.first_line)
         return complete[0], complete[1]
-    return gpus, "--gpus" if gpus is not None else ""
+    if gpus is not None:
+        return gpus, "--gpus"
+    fits = _rank_candidates(op, [d for seg in draft.segments for d in seg])
+    if fits is not None and len(fits[0]) > 1:  # no count, but a range: say it for the error that asks for one
+        return None, f"the rows' busbw / algbw fit {fits[0][0]}-{fits[0][-1]} ranks (line {fits[1]})"
+    return None, ""
 
 
 def _check_rows(draft: Draft, op: str, ranks: int | None) -> None:
