@@ -530,3 +530,104 @@ def test_a_coarse_bus_factor_gives_the_range_of_rank_counts_it_fits(tmp_path):
     assert result.exit_code == 2
     assert result.stderr.strip().splitlines()[-1].endswith(
         "pass --gpus N: the rows' busbw / algbw fit 52-79 ranks (line 2)")
+
+
+def _run_text(op="all_reduce", n=8, **kw):
+    return fixtures.Run(op, n, 1 << 20, 4 << 20, 25.0, 360.0, **kw)
+
+
+def test_a_ray_workers_tag_is_a_launcher_prefix():
+    """SkyPilot runs mpirun under Ray: '(head, rank=0, pid=3808) [1,0]<stdout>:' on every line."""
+    body = "".join(f"(head, rank=0, pid=3808) [1,0]<stdout>:{line}\n" for line in _run_text().log().splitlines())
+    (run,) = parse_text(body, "ray.log")
+    assert (run.op, run.ranks, len(run.rows), run.warnings) == ("all_reduce", 8, 3, ())
+
+
+def test_a_table_pasted_into_markdown_is_read_and_its_rule_line_skipped():
+    run = _run_text()
+    head = run.header().replace("# ", "\\# ", 3)
+    rows = [" | ".join(run.row_text(i).split()) for i in range(len(run.rows))]
+    text = head + rows[0] + "\n" + " | ".join(["--"] * 13) + "\n" + "\n".join(rows[1:]) + "\n" + run.footer()
+    (found,) = parse_text(run.preamble() + text, "md.log")
+    assert [r.bytes for r in found.rows] == [1 << 20, 2 << 20, 4 << 20] and found.warnings == ()
+
+
+def test_the_concluded_line_names_the_op_of_a_pasted_table():
+    a2a = _run_text("alltoall", 16)
+    text = a2a.header() + "".join(a2a.row_text(i) + "\n" for i in range(3)) + a2a.footer()
+    (run,) = parse_text(text, "concluded.log", gpus=16)
+    assert (run.op, run.op_from) == ("alltoall", f"binary name (line {text.count(chr(10))})")
+
+
+def test_a_test_whose_op_cannot_be_told_is_left_out_beside_the_others():
+    ar, a2a = _run_text(), _run_text("alltoall")
+    text = ar.log() + a2a.header() + "".join(a2a.row_text(i) + "\n" for i in range(3))
+    (run,) = parse_text(text, "mixed.log")
+    assert run.op == "all_reduce"
+    assert any(w.message.startswith("this test is left out: cannot tell the operation") for w in run.warnings)
+    with pytest.raises(InputError, match="cannot tell the operation"):
+        parse_text(a2a.header() + a2a.row_text(0) + "\n", "alone.log")
+
+
+@pytest.mark.parametrize("command,ranks,said", [
+    ("mpirun -np 16 -H a:8,b:8 ./build/all_reduce_perf -b 1M -e 4M -f 2 -g 1", 16,
+     "the command line (16 processes x 1 thread x 1 GPU, line 1)"),
+    ("srun -N 2 -n 4 ./all_reduce_perf -b 1M -e 4M -f 2 -g 2", 8,
+     "the command line (4 processes x 1 thread x 2 GPUs, line 1)"),
+    ("NCCL_DEBUG=WARN ./build/all_reduce_perf -b 1M -e 4M -f 2 -g 8", 8,
+     "the command line (one process x 1 thread x 8 GPUs, line 1)"),
+])
+def test_the_command_line_counts_ranks_a_log_does_not_list(command, ranks, said):
+    """broadcast: busbw = algbw, so the rows cannot count the ranks."""
+    run = _run_text("broadcast", ranks, root=0)
+    (found,) = parse_text(command.replace("all_reduce", "broadcast") + "\n" + run.table(), "cmd.log")
+    assert (found.ranks, found.ranks_from) == (ranks, said)
+
+
+def test_a_device_list_shorter_than_the_launch_is_a_cut_list():
+    """mpirun -np 16 with the first 4 rank lines pasted: 16 ranks, not 4."""
+    run = _run_text("broadcast", 16, root=0)
+    text = "mpirun -np 16 ./build/broadcast_perf -g 1\n" + run.preamble(ranks=range(4)) + run.table()
+    (found,) = parse_text(text, "cut.log")
+    assert found.ranks == 16 and found.ranks_from.endswith("the device list names ranks 0-3 only")
+
+
+def test_prose_naming_a_binary_is_not_a_command_line():
+    run = _run_text()
+    (found,) = parse_text("We ran all_reduce_perf with 4 processes\n" + run.log(), "prose.log")
+    assert found.ranks == 8 and found.ranks_from.startswith("8 '#  Rank' lines")
+
+
+def test_a_garbled_in_place_half_keeps_the_out_of_place_one():
+    run = _run_text()
+    text = run.log()
+    rows = [run.row_text(i) for i in range(len(run.rows))]
+    cut = rows[1][:rows[1].rindex(" ") + 1] + "N"  # the last field, #wrong, cut to 'N'
+    (found,) = parse_text(text.replace(rows[1], cut), "garbled.log")
+    assert [r.in_place is None for r in found.rows] == [False, True, False]
+    assert any("in-place #wrong 'N' is not a count, N/A or an error figure: the row's out-of-place columns are kept"
+               == m for _, m in _where(found))
+
+
+def test_nccl_algo_does_not_apply_to_point_to_point_ops():
+    run = _run_text("alltoall")
+    (found,) = parse_text("NCCL_ALGO=Ring mpirun -np 8 ./build/alltoall_perf -g 1\n" + run.log(), "a2a.log")
+    settings = settings_for(found)
+    assert settings.algo == "auto"
+    assert settings.notes[0] == "NCCL_ALGO=Ring (line 1): no matter here, NCCL runs alltoall point to point"
+
+
+def test_a_placement_flag_must_agree_with_where_the_log_ran(tmp_path):
+    """Rank lines of 2 hosts x 2 GPUs: --per-node 4 would put all four on one server's NVLink."""
+    run = _run_text("alltoall", 4)
+    devices = "".join("#  Rank %2d Group  0 Pid %6d on %10s device %2d [0000:%02x:00] NVIDIA H100 80GB HBM3\n"
+                      % (r, 4000 + r, f"node-{r // 2}", r % 2, 0x18 + r) for r in range(4))
+    log = tmp_path / "placed.log"
+    log.write_text(run.preamble(ranks=[]).replace("#\n# Using devices\n#\n", "#\n# Using devices\n" + devices + "#\n")
+                   + run.table())
+    args = ["validate", "--nccl-tests", str(log), "--topology", "hopper_ib_su", "--engine", "flow"]
+    bad = runner.invoke(app, args + ["--per-node", "4"])
+    assert bad.exit_code == 2
+    assert bad.stderr.strip().splitlines()[-1].startswith(
+        "fabricsim: --per-node: puts the log's 4 ranks 4 GPUs on 1 tray, but the log ran 2 GPUs on each of 2 trays")
+    assert runner.invoke(app, args + ["--per-node", "2"]).exit_code in (0, 1)

@@ -28,6 +28,7 @@ from simulator.topology.placement import Placement, layout
 from simulator.hardware.protocols import PROTOCOL_NAMES
 from simulator.workloads.collectives import ALGORITHMS, choices
 from simulator.workloads.collectives import OPS as SIMULATED_OPS
+from simulator.workloads.collectives.ops import P2P_OPS
 from simulator.workloads.traces.nccl_tests_log import NcclTestsRun
 from simulator.workloads.traces.nccl_tests_records import NcclNodes
 
@@ -241,6 +242,8 @@ def settings_for(run: NcclTestsRun, algo: str = "auto", protocol: str = "auto") 
         value, line = found
         if algo != "auto":
             notes.append(f"NCCL_ALGO={value} ({_where(line)}) overridden by --algo {algo}")
+        elif run.op in P2P_OPS:  # NCCL runs them as grouped send/recv (enqueue.cc): no algorithm to pick
+            notes.append(f"NCCL_ALGO={value} ({_where(line)}): no matter here, NCCL runs {run.op} point to point")
         else:
             algo, what = nccl_algo_choice(value, run.op)
             notes.append(f"NCCL_ALGO={value} ({_where(line)}): {what}")
@@ -329,6 +332,32 @@ def log_placement(fabric: Fabric, run: NcclTestsRun, ranks: int) -> tuple[Placem
     if nodes is not None and nodes.nodes > 1:
         return _placed(fabric, ranks, Placement(per_tray=nodes.local_ranks), _nodes_note(nodes))
     return None
+
+
+def tray_counts(fabric: Fabric, gpus: tuple[str, ...]) -> list[int]:
+    """GPUs of ``gpus`` on each compute tray they use (an HGX server, a GB200 tray), largest first."""
+    tray_of = {g: name for name, members in layout(fabric).units("tray").items() for g in members}
+    counts: dict[str, int] = {}
+    for g in gpus:
+        counts[tray_of.get(g, g)] = counts.get(tray_of.get(g, g), 0) + 1
+    return sorted(counts.values(), reverse=True)
+
+
+def _agrees(fabric: Fabric, ranks: int, placement: Placement, from_log: tuple[Placement, str],
+            run: NcclTestsRun) -> None:
+    """A placement flag must put the log's ranks on trays as the log says they ran (its init line or
+    its rank lines: ``log_placement``); an error naming the flag where it does not."""
+    flagged = tray_counts(fabric, select_gpus(fabric, ranks, placement))
+    logged = tray_counts(fabric, select_gpus(fabric, ranks, from_log[0]))
+    if flagged != logged:
+        def shape(counts: list[int]) -> str:
+            if len(counts) == 1:
+                return f"{counts[0]} GPU{'s' if counts[0] != 1 else ''} on 1 tray"
+            if len(set(counts)) == 1:
+                return f"{counts[0]} GPU{'s' if counts[0] != 1 else ''} on each of {len(counts)} trays"
+            return f"{' + '.join(map(str, counts))} GPUs on {len(counts)} trays"
+        raise InputError(f"puts the log's {ranks} ranks {shape(flagged)}, but the log ran {shape(logged)} "
+                         f"({from_log[1]}); drop the flag or make it agree", field=_flag(placement))
 
 
 def _from_rank_lines(fabric: Fabric, run: NcclTestsRun, ranks: int) -> tuple[Placement, str] | None:
@@ -448,8 +477,11 @@ def compare_run(fabric: Fabric, run: NcclTestsRun, *, gpus: int | None = None, a
                                  f"GPUs; place {ranks}", field=_flag(placement)) from None
             raise InputError(f"{said}: {err.message}", field=_flag(placement)) from None
     settings = settings_for(run, algo, protocol)
-    if (placement is None or placement.is_default) and (from_log := log_placement(fabric, run, ranks)) is not None:
+    from_log = log_placement(fabric, run, ranks)
+    if from_log is not None and (placement is None or placement.is_default):
         placement = from_log[0]
+    elif from_log is not None:  # a flag where the log says where its ranks ran: they must agree
+        _agrees(fabric, ranks, placement, from_log, run)
     if settings.per_tray is not None:  # place on the racks as written, then run where NCCL sees trays as nodes
         said, line = settings.per_tray
         fabric, placement = per_tray_job(fabric, ranks, placement, said, file=run.path, line=line or run.header_line)

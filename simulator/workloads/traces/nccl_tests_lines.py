@@ -1,7 +1,8 @@
 """One line of a log as found: launcher prefixes taken off, NCCL's debug text told apart from
 nccl-tests' own, and the number spellings nccl-tests prints.
 
-What launchers add in front of every line: Open MPI ``--tag-output`` (``[1,0]<stdout>:``), Slurm
+What launchers add in front of every line: Open MPI ``--tag-output`` (``[1,0]<stdout>:``), Ray's
+worker tags (``(head, rank=0, pid=3808)``, as SkyPilot runs jobs), Slurm
 ``srun --label`` (``0: ``), pdsh/clush and ``mpirun`` host tags (``node001: ``, ``[node001] ``), MPICH
 and Intel MPI ranks (``[0] ``), and timestamps (``2024-05-01T12:00:00.123Z``, ``[2024-05-01 12:00:00]``,
 ``Mon May  1 12:00:00 2024``, ``12:00:00``). NCCL's debug lines (``NCCL_DEBUG=INFO``) look like
@@ -21,6 +22,7 @@ _TIMESTAMP = (r"(?:\[?\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}:\d{2}(?:[.,]\d+)?(?:Z|[+-
               r"|\[?\d{2}:\d{2}:\d{2}(?:[.,]\d+)?\]?)")
 _PREFIXES = (
     re.compile(r"\[\d+,\d+\]<std(?:out|err|diag)>:\s?"),   # Open MPI --tag-output
+    re.compile(r"\([\w.-]+(?:,\s*[\w.]+=[^,()\s]*)*\)\s"),        # Ray workers: (head, rank=0, pid=3808)
     re.compile(_TIMESTAMP + r"(?=[\s\[<#]|$)\s*"),          # timestamps (also Open MPI --timestamp-output)
     re.compile(r"\d+:\s"),                                 # srun --label
     re.compile(r"\[\d+\]\s"),                              # MPICH / Intel MPI -prepend-rank
@@ -155,6 +157,36 @@ def nccl_nodes(debug: str) -> tuple[int, int, int, int | None] | None:
     if not m:
         return None
     return int(m.group(1)), int(m.group(2)), int(m.group(3)), None if m.group(4) is None else int(m.group(4))
+
+
+_LAUNCHERS = frozenset({"mpirun", "mpiexec", "orterun", "srun", "mpirun.mpich", "mpirun.openmpi", "mpiexec.hydra",
+                        "prun", "aprun", "jsrun"})
+_LAUNCH_COUNT = re.compile(r"(?:^|\s)(?:-np|--np|-n|--n|--ntasks)(?:\s+|=)(\d{1,7})(?=\s|$)")
+_PER_PROCESS = re.compile(r"(?:^|\s)(-g|--ngpus|-t|--nthreads)(?:\s+|=)(\d{1,4})(?=\s|$)")
+
+
+def launched_ranks(line: str, start: int, end: int) -> tuple[int, str] | None:
+    """The rank count a command line starts (processes x threads x GPUs per thread, nccl-tests'
+    ``-t`` and ``-g``), with how it reads it; ``start:end`` is the binary's name in ``line``. A
+    launcher (``mpirun -np 16``, ``srun -n 16``) must give its count; a line that starts with the
+    binary itself is one process and must say ``-g`` or ``-t``; else None (prose that names a
+    binary, a launcher whose count is elsewhere)."""
+    before, after = line[:start], line[end:]
+    words = [w.rsplit("/", 1)[-1] for w in before.split()]
+    per = {flag.lstrip("-")[0]: int(n) for flag, n in _PER_PROCESS.findall(after)}
+    if any(w in _LAUNCHERS for w in words):
+        counts = _LAUNCH_COUNT.findall(before)
+        if not counts:
+            return None
+        procs = int(counts[-1])
+        how = f"{procs} processes"
+    elif all("=" in w for w in before.split()[:-1]) and per:  # VAR=x ./build/all_gather_perf -g 8
+        procs, how = 1, "one process"
+    else:
+        return None
+    threads, gpus = per.get("t", 1), per.get("g", 1)
+    return procs * threads * gpus, f"{how} x {threads} thread{'s' if threads != 1 else ''} x {gpus} GPU" + (
+        "s" if gpus != 1 else "")
 
 
 def is_data_like(fields: list[str]) -> bool:

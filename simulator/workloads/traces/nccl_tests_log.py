@@ -271,6 +271,19 @@ def _max_error_allowed(dtype: str, ranks: int) -> float:
     return _DELTA_MAX.get(dtype, 0.0) * max(1, ranks - 1)
 
 
+def _unmarkdown(line: str) -> str:
+    """``line`` as nccl-tests printed it where it was pasted into a Markdown table (``1024 | 512 |
+    half | sum | ...``, its ``-- | --`` rule line, a header escaped as a backslash and ``#``): the cells' text
+    joined by spaces; the rule line is nothing."""
+    if line.startswith("\\#"):
+        line = line[1:]
+    if line.count("|") < 4:  # one '|' is two tables side by side (_left_table), not Markdown
+        return line
+    if not line.strip("|-: \t"):
+        return ""
+    return " ".join(cell.strip() for cell in line.strip().strip("|").split("|"))
+
+
 def _left_table(fields: list[str]) -> list[str]:
     """The fields before a lone ``|``: the left table of two pasted side by side."""
     return fields[:fields.index("|")] if "|" in fields else fields
@@ -381,6 +394,44 @@ class _Test:
         self._note_busbw(fields, cols)
         return False
 
+    def _placement(self, place: str, columns: tuple[int, int, int, int | None], fields: list[str], size: int,
+                   per_rank: int, dtype: str, cols: _Columns, number: int) -> tuple[Timing, Figures] | str:
+        """One placement's figures (time, algbw, busbw, #wrong) of a row, or why they cannot be used."""
+        t, a, b, w = columns
+        read = {}
+        for what, index in (("time", t), ("algbw", a), ("busbw", b)):
+            value = lines.decimal(fields[index])
+            if value is None:
+                return (f"{place} {what} {fields[index]!r} is not a non-negative number as nccl-tests prints "
+                        "it (such as 52.43 or 1.2e+04)")
+            read[what] = value
+        if read["time"][0] <= 0 and size > 0:
+            return f"{place} time must be positive (us), got {fields[t]}"
+        wrong = fields[w] if w is not None else None
+        if wrong is not None and not _wrong_ok(wrong):
+            return f"{place} #wrong {wrong!r} is not a count, N/A or an error figure"
+        f = Figures(*read["time"], *read["algbw"], *read["busbw"], cputime=cols.cputime)
+        if not algbw_ok(size, f):
+            if (old := old_gather_figures(size, per_rank, f)) is None:
+                return (f"{place} algbw {fields[a]} GB/s is not size / time = {size} B / {fields[t]} us = "
+                        f"{size / read['time'][0] / 1e3:.4g} GB/s, to the printed digits")
+            f, read["algbw"] = old, (old.algbw, old.algbw_half)
+            if self.old_algbw_line is None:
+                self.old_algbw_line = number
+                self.warn(number, "algbw is (n - 1) / n x size / time and busbw equals it, as nccl-tests "
+                                  "printed all_gather and reduce_scatter before commit ec1b5e2 (June 2020, "
+                                  "first in v2.9.0): read as algbw = size / time, busbw as printed (the "
+                                  "same as since)")
+        if wrong not in (None, "N/A") and cols.max_error:
+            limit = _max_error_allowed(dtype, self._ranks())
+            if float(wrong) > limit:
+                self.warn(number, f"{place} error is {wrong}, above nccl-tests' tolerance {limit:.0e} for "
+                                  f"{dtype}: the results of this row were wrong (its time is kept)")
+        elif wrong not in (None, "N/A") and float(wrong) > 0:
+            self.warn(number, f"{place} #wrong is {wrong}: nccl-tests found wrong results in this row "
+                              "(its time is kept)")
+        return Timing(read["time"][0], read["algbw"][0], read["busbw"][0], wrong), f
+
     def _note_busbw(self, fields: list[str], cols: _Columns) -> None:
         if self.printed_busbw is None:
             return
@@ -418,41 +469,15 @@ class _Test:
                         "one of them garbled?")
             per_rank = size // (count * element)
         timings, figures = [], []
-        for place, (t, a, b, w) in zip(("out-of-place", "in-place"), cols.placements):
-            read = {}
-            for what, index in (("time", t), ("algbw", a), ("busbw", b)):
-                value = lines.decimal(fields[index])
-                if value is None:
-                    return (f"{place} {what} {fields[index]!r} is not a non-negative number as nccl-tests prints "
-                            "it (such as 52.43 or 1.2e+04)")
-                read[what] = value
-            if read["time"][0] <= 0 and size > 0:
-                return f"{place} time must be positive (us), got {fields[t]}"
-            wrong = fields[w] if w is not None else None
-            if wrong is not None and not _wrong_ok(wrong):
-                return f"{place} #wrong {wrong!r} is not a count, N/A or an error figure"
-            f = Figures(*read["time"], *read["algbw"], *read["busbw"], cputime=cols.cputime)
-            if not algbw_ok(size, f):
-                if (old := old_gather_figures(size, per_rank, f)) is None:
-                    return (f"{place} algbw {fields[a]} GB/s is not size / time = {size} B / {fields[t]} us = "
-                            f"{size / read['time'][0] / 1e3:.4g} GB/s, to the printed digits")
-                f, read["algbw"] = old, (old.algbw, old.algbw_half)
-                if self.old_algbw_line is None:
-                    self.old_algbw_line = number
-                    self.warn(number, "algbw is (n - 1) / n x size / time and busbw equals it, as nccl-tests "
-                                      "printed all_gather and reduce_scatter before commit ec1b5e2 (June 2020, "
-                                      "first in v2.9.0): read as algbw = size / time, busbw as printed (the "
-                                      "same as since)")
-            if wrong not in (None, "N/A") and cols.max_error:
-                limit = _max_error_allowed(dtype, self._ranks())
-                if float(wrong) > limit:
-                    self.warn(number, f"{place} error is {wrong}, above nccl-tests' tolerance {limit:.0e} for "
-                                      f"{dtype}: the results of this row were wrong (its time is kept)")
-            elif wrong not in (None, "N/A") and float(wrong) > 0:
-                self.warn(number, f"{place} #wrong is {wrong}: nccl-tests found wrong results in this row "
-                                  "(its time is kept)")
-            timings.append(Timing(read["time"][0], read["algbw"][0], read["busbw"][0], wrong))
-            figures.append(f)
+        for place, columns in zip(("out-of-place", "in-place"), cols.placements):
+            found = self._placement(place, columns, fields, size, per_rank, dtype, cols, number)
+            if isinstance(found, str):
+                if not timings:
+                    return found
+                self.warn(number, f"{found}: the row's out-of-place columns are kept")
+                break
+            timings.append(found[0])
+            figures.append(found[1])
         row = Row(line=number, bytes=size, count=count, type=dtype, redop=redop, root=root,
                   out_of_place=timings[0], in_place=timings[1] if len(timings) > 1 else None)
         return RowDraft(row, tuple(figures), per_rank)
@@ -598,7 +623,7 @@ class _Reader:
         cleaned = lines.clean(raw)
         if cleaned.debug:
             self._debug(cleaned.debug, number)
-        line = cleaned.text
+        line = _unmarkdown(cleaned.text)
         if not line:
             return
         cur = self.cur
@@ -608,6 +633,8 @@ class _Reader:
                 test.draft.saw_binary(m.group(2), number, definitive=True)
                 test.started_line = test.started_line or number
             else:
+                if cur.draft.binary is None:  # the only place a pasted table's binary may be named
+                    cur.draft.saw_binary(m.group(2), number, definitive=True)
                 cur.footer = True
                 cur.state = "closed" if cur.has_table else cur.state
             return
@@ -734,6 +761,8 @@ class _Reader:
         test.draft.env += settings
         if m:
             test.draft.saw_binary(m.group(0), number, definitive=False)
+            if test.draft.launched is None and (found := lines.launched_ranks(line, *m.span())) is not None:
+                test.draft.launched = (found[0], found[1], number)
 
     def _debug(self, text: str, number: int) -> None:
         """An NCCL debug line: settings, version and communicator size; the rest is NCCL's business."""

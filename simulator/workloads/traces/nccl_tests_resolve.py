@@ -78,6 +78,8 @@ class Draft:
     warnings: list[LogWarning] = field(default_factory=list)
     avg_busbw: float | None = None
     out_of_bounds: str | None = None
+    launched: tuple[int, str, int] | None = None
+    """(ranks, how, line) of the command line that started the test (``mpirun -np 16 ... -g 1``)."""
     blank_redop: int | None = None
     """The first row that printed its redop as nothing (old nccl-tests' alltoall), or None."""
 
@@ -277,9 +279,9 @@ def _op(draft: Draft, op: str | None, ranks: int | None) -> tuple[str, str]:
         # before the root column, all_gather printed no redop column and alltoall an empty one (nccl-tests
         # 119a0ec, src/alltoall.cu: TimeTest(..., "", -1))
         return "alltoall", f"empty redop (line {draft.blank_redop}), as old alltoall_perf printed it"
-    raise InputError(f"cannot tell the operation from the columns (it could be {' or '.join(candidates) or 'none'}); "
-                     "pass --op, or keep the '# Collective test starting: <op>_perf' or command line in the "
-                     "log", file=draft.path, line=where)
+    raise UnknownOp(draft, f"cannot tell the operation from the columns (it could be "
+                           f"{' or '.join(candidates) or 'none'}); pass --op, or keep the '# Collective test "
+                           "starting: <op>_perf' or command line in the log", line=where)
 
 
 def _candidates_from_columns(draft: Draft, ranks: int | None) -> list[str]:
@@ -354,6 +356,18 @@ def _ranks(draft: Draft, op: str, gpus: int | None) -> tuple[int | None, str]:
             draft.warn(rows[1], f"{how} says {from_rows[0]} ranks, but the device list names rank {bound[0] - 1}")
         elif not complete:
             complete = from_rows
+    if draft.launched is not None:
+        n, how, at = draft.launched
+        said = (n, f"the command line ({how}, line {at})")
+        if complete is None and (bound is None or n >= bound[0]):
+            complete, bound = said, None
+        elif complete is not None and n != complete[0]:
+            if lines and n > complete[0] == len(listed) and not draft.info_nranks and rows is None:
+                # ranks 0..k-1 listed of more launched: the list was cut to its first lines
+                complete = (n, f"{said[1]}; the device list names ranks 0-{complete[0] - 1} only")
+            else:
+                draft.warn(at, f"the command line starts {n} ranks ({how}), the log's {complete[1]} say "
+                               f"{complete[0]}; taking {complete[0]}")
     if complete is None and bound is not None:
         if gpus is not None and gpus < bound[0]:
             raise InputError(f"--gpus {gpus} contradicts the log: its {bound[1]} need at least {bound[0]} ranks",
@@ -424,9 +438,11 @@ class NoUsableRows(InputError):
     """A test whose every data row was left out (each with its warning): an error only when it is the
     log's only test; beside others, its warnings join theirs."""
 
-    def __init__(self, draft: Draft) -> None:
+    def __init__(self, draft: Draft, message: str | None = None, line: int | None = None) -> None:
         rows = [w for w in draft.warnings if w.row]
-        if rows:
+        if message is not None:  # the test cannot be used for another reason (UnknownOp)
+            super().__init__(message, file=draft.path, line=line)
+        elif rows:
             super().__init__(f"no usable data rows: all {len(rows)} were left out; the first: {rows[0].message}",
                              file=draft.path, line=rows[0].line)
         else:
@@ -435,6 +451,11 @@ class NoUsableRows(InputError):
                              file=draft.path, line=draft.header_line or None)
         self.warnings = sorted(draft.warnings, key=lambda w: w.line or 0) + [
             LogWarning(draft.path, self.line, f"this test is left out: {self.message}")]
+
+
+class UnknownOp(NoUsableRows):
+    """A test whose operation neither the log nor ``--op`` says: left out beside other tests (with a
+    warning), an error when it is the log's only test."""
 
 
 def resolve(draft: Draft, op: str | None, gpus: int | None, env: list[tuple[str, str]],
