@@ -203,8 +203,10 @@ def is_prose(fields: list[str]) -> bool:
     sharp``): at least three fields, more than half of them plain words that no nccl-tests column
     prints (a type, a reduction, ``N/A``). A data row has at most three such fields (type, redop,
     a garbled one) among seven or more numbers."""
+    if len(fields) < 3 or fields[1][:1].isdigit():  # a data row's second field is its count
+        return False
     words = [f for f in fields[1:] if _WORD.fullmatch(f) and f.lower() not in _COLUMN_WORDS]
-    return len(fields) >= 3 and len(words) * 2 > len(fields)
+    return len(words) * 2 > len(fields)
 
 
 _COLUMN_WORDS = frozenset({"n/a", "none", "sum", "prod", "max", "min", "avg", "mulsum", "premulsum", "float",

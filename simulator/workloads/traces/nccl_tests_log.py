@@ -693,7 +693,8 @@ class _Reader:
             test.draft.columns_from = f"column header, line {number}"
             test.state = "table"
             return
-        if self.foreign_header is None and {"size", "time", "busbw"} <= (lower := {t.lower() for t in tokens}):
+        if self.foreign_header is None and "size" in tokens and {"size", "time", "busbw"} <= (
+                lower := {t.lower() for t in tokens}):
             missing = [k for k in ("count", "type") if k not in lower]
             self.foreign_header = (number, missing)  # another benchmark's table (mscclpp-test has no type)
         if line.startswith("#") or _UNITS.match(line) or _PLACEMENTS.match(line):
