@@ -631,3 +631,13 @@ def test_a_placement_flag_must_agree_with_where_the_log_ran(tmp_path):
     assert bad.stderr.strip().splitlines()[-1].startswith(
         "fabricsim: --per-node: puts the log's 4 ranks 4 GPUs on 1 tray, but the log ran 2 GPUs on each of 2 trays")
     assert runner.invoke(app, args + ["--per-node", "2"]).exit_code in (0, 1)
+
+
+def test_a_wrapper_scripts_test_flag_names_the_op():
+    """GKE's gIB wrapper: 'run_nccl_tests.sh -t all_gather ...' (nccl-tests' own -t is a number)."""
+    ag = _run_text("all_gather")
+    text = "/usr/local/gib/scripts/run_nccl_tests.sh -t all_gather -b 1M -e 4M host-0 host-1\n" + ag.table()
+    (run,) = parse_text(text, "gib.log")
+    assert (run.op, run.op_from) == ("all_gather", "binary name (line 1)")
+    (threads,) = parse_text("./build/all_gather_perf -t 2 -g 4\n" + ag.table(), "t.log")
+    assert threads.op == "all_gather"

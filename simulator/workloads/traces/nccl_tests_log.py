@@ -70,6 +70,10 @@ _RANK = re.compile(r"^#?\s*Rank\s+(\d{1,9})\s+(?:Group\s+\d+\s+)?Pid\s+(\d{1,12}
 _RANK_LIKE = re.compile(r"^#?\s*Rank\s")
 _NTHREAD = re.compile(r"^#?\s*nThread\s+(\d{1,9})\s+nGpus\s+(\d{1,9})\b")
 _BINARY = re.compile(r"\b([a-z_]+)_perf(?:_mpi)?\b")
+_WRAPPER_OP = re.compile(r"(?:^|\s)(?:-t|--test)[\s=]+(all_reduce|all_gather|reduce_scatter|alltoall|broadcast|reduce"
+                         r"|sendrecv|gather|scatter)(?:_perf)?(?=\s|$)")
+"""The test a wrapper script runs, named by its flag (GKE's ``run_nccl_tests.sh -t all_gather``;
+nccl-tests' own ``-t`` is a thread count, a number)."""
 _STARTING = re.compile(r"Collective test (starting|concluded):\s*(\S+)")
 _VERSION = re.compile(r"^#\s*nccl-tests version\s+(\S+)(?:.*\bnccl-library=(\d{1,9}))?")
 _NCCL_ENV = re.compile(r"\b(NCCL_[A-Z0-9_]+)=([^\s;&|]+)")
@@ -756,6 +760,8 @@ class _Reader:
         """A command line or comment before a table: the binary and NCCL_* settings it names."""
         settings = [(k, v.strip("'\""), number) for k, v in _NCCL_ENV.findall(line) if k not in _NOT_ENV_NAMES]
         m = _BINARY.search(line)
+        if m is None and (wrapped := _WRAPPER_OP.search(line)):  # a wrapper's '-t all_gather'
+            self.preamble(number).draft.saw_binary(f"{wrapped.group(1)}_perf", number, definitive=False)
         if not settings and not m:
             return
         test = self.preamble(number)
