@@ -576,6 +576,8 @@ def test_a_test_whose_op_cannot_be_told_is_left_out_beside_the_others():
      "the command line (4 processes x 1 thread x 2 GPUs, line 1)"),
     ("NCCL_DEBUG=WARN ./build/all_reduce_perf -b 1M -e 4M -f 2 -g 8", 8,
      "the command line (one process x 1 thread x 8 GPUs, line 1)"),
+    ("root@node-a:~/nccl-tests# ./build/all_reduce_perf -b 1M -e 4M -t 2 -g 4", 8,
+     "the command line (one process x 2 threads x 4 GPUs, line 1)"),
 ])
 def test_the_command_line_counts_ranks_a_log_does_not_list(command, ranks, said):
     """broadcast: busbw = algbw, so the rows cannot count the ranks."""

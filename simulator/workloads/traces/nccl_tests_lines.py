@@ -16,6 +16,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from simulator.workloads.traces.nccl_tests_records import REDOPS, TYPE_BYTES
+
 _TIMESTAMP = (r"(?:\[?\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}:\d{2}(?:[.,]\d+)?(?:Z|[+-]\d{2}:?\d{2})?\]?"
               r"|\[?[A-Z][a-z]{2} [A-Z][a-z]{2} [ \d]\d \d{2}:\d{2}:\d{2} \d{4}\]?"
               r"|\[?[A-Z][a-z]{2} [ \d]\d \d{2}:\d{2}:\d{2}\]?"
@@ -162,6 +164,9 @@ def nccl_nodes(debug: str) -> tuple[int, int, int, int | None] | None:
 _LAUNCHERS = frozenset({"mpirun", "mpiexec", "orterun", "srun", "mpirun.mpich", "mpirun.openmpi", "mpiexec.hydra",
                         "prun", "aprun", "jsrun"})
 _LAUNCH_COUNT = re.compile(r"(?:^|\s)(?:-np|--np|-n|--n|--ntasks)(?:\s+|=)(\d{1,7})(?=\s|$)")
+_BEFORE_BINARY = re.compile(r"\S*=\S*|\S*[$#>%]|\+|env|sudo|time|exec|numactl|taskset")
+"""What a line that runs the binary itself may hold before it: a shell prompt (``$``, ``root@h:~#``),
+``set -x``'s ``+``, ``VAR=value`` settings, and a few commands that run the next one."""
 _PER_PROCESS = re.compile(r"(?:^|\s)(-g|--ngpus|-t|--nthreads)(?:\s+|=)(\d{1,4})(?=\s|$)")
 
 
@@ -180,7 +185,7 @@ def launched_ranks(line: str, start: int, end: int) -> tuple[int, str] | None:
             return None
         procs = int(counts[-1])
         how = f"{procs} processes"
-    elif all("=" in w for w in before.split()[:-1]) and per:  # VAR=x ./build/all_gather_perf -g 8
+    elif all(_BEFORE_BINARY.fullmatch(w) for w in before.split()[:-1]) and per:  # $ VAR=x ./all_gather_perf -g 8
         procs, how = 1, "one process"
     else:
         return None
@@ -209,9 +214,8 @@ def is_prose(fields: list[str]) -> bool:
     return len(words) * 2 > len(fields)
 
 
-_COLUMN_WORDS = frozenset({"n/a", "none", "sum", "prod", "max", "min", "avg", "mulsum", "premulsum", "float",
-                           "half", "double", "bfloat16", "int", "char", "int8", "uint8", "int32", "uint32",
-                           "int64", "uint64"})
+_COLUMN_WORDS = frozenset({"n/a", *REDOPS, *TYPE_BYTES})
+"""Words nccl-tests prints in a data row: N/A, a reduction, a type."""
 
 
 def without_timestamp(fields: list[str]) -> list[str]:

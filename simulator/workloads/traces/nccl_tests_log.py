@@ -70,8 +70,8 @@ _RANK = re.compile(r"^#?\s*Rank\s+(\d{1,9})\s+(?:Group\s+\d+\s+)?Pid\s+(\d{1,12}
 _RANK_LIKE = re.compile(r"^#?\s*Rank\s")
 _NTHREAD = re.compile(r"^#?\s*nThread\s+(\d{1,9})\s+nGpus\s+(\d{1,9})\b")
 _BINARY = re.compile(r"\b([a-z_]+)_perf(?:_mpi)?\b")
-_WRAPPER_OP = re.compile(r"(?:^|\s)(?:-t|--test)[\s=]+(all_reduce|all_gather|reduce_scatter|alltoall|broadcast|reduce"
-                         r"|sendrecv|gather|scatter)(?:_perf)?(?=\s|$)")
+_WRAPPER_OP = re.compile(r"(?:^|\s)(?:-t|--test)[\s=]+(" + "|".join(sorted(OPS, key=len, reverse=True))
+                         + r")(?:_perf)?(?=\s|$)")
 """The test a wrapper script runs, named by its flag (GKE's ``run_nccl_tests.sh -t all_gather``;
 nccl-tests' own ``-t`` is a thread count, a number)."""
 _STARTING = re.compile(r"Collective test (starting|concluded):\s*(\S+)")
