@@ -174,7 +174,8 @@ def launched_ranks(line: str, start: int, end: int) -> tuple[int, str] | None:
     """The rank count a command line starts (processes x threads x GPUs per thread, nccl-tests'
     ``-t`` and ``-g``), with how it reads it; ``start:end`` is the binary's name in ``line``. A
     launcher (``mpirun -np 16``, ``srun -n 16``) must give its count; a line that starts with the
-    binary itself is one process and must say ``-g`` or ``-t``; else None (prose that names a
+    binary itself is one process and must run 2 or more GPUs by ``-g`` or ``-t`` (``-g 1`` alone is
+    one rank of an MPI job whose launcher was left out of the paste); else None (prose that names a
     binary, a launcher whose count is elsewhere)."""
     before, after = line[:start], line[end:]
     words = [w.rsplit("/", 1)[-1] for w in before.split()]
@@ -185,8 +186,8 @@ def launched_ranks(line: str, start: int, end: int) -> tuple[int, str] | None:
             return None
         procs = int(counts[-1])
         how = f"{procs} processes"
-    elif all(_BEFORE_BINARY.fullmatch(w) for w in before.split()[:-1]) and per:  # $ VAR=x ./all_gather_perf -g 8
-        procs, how = 1, "one process"
+    elif all(_BEFORE_BINARY.fullmatch(w) for w in before.split()[:-1]) and per.get("t", 1) * per.get("g", 1) > 1:
+        procs, how = 1, "one process"  # $ VAR=x ./all_gather_perf -g 8; with -g 1 its mpirun was left out
     else:
         return None
     threads, gpus = per.get("t", 1), per.get("g", 1)

@@ -365,7 +365,7 @@ def _ranks(draft: Draft, op: str, gpus: int | None) -> tuple[int | None, str]:
             if lines and n > complete[0] == len(listed) and not draft.info_nranks and rows is None:
                 # ranks 0..k-1 listed of more launched: the list was cut to its first lines
                 complete = (n, f"{said[1]}; the device list names ranks 0-{complete[0] - 1} only")
-            else:
+            elif not how.startswith("one process"):  # a bare binary's count is a guess: no warning
                 draft.warn(at, f"the command line starts {n} ranks ({how}), the log's {complete[1]} say "
                                f"{complete[0]}; taking {complete[0]}")
     if complete is None and bound is not None:
