@@ -334,7 +334,7 @@ def log_placement(fabric: Fabric, run: NcclTestsRun, ranks: int) -> tuple[Placem
     return None
 
 
-def tray_counts(fabric: Fabric, gpus: tuple[str, ...]) -> list[int]:
+def _tray_counts(fabric: Fabric, gpus: tuple[str, ...]) -> list[int]:
     """GPUs of ``gpus`` on each compute tray they use (an HGX server, a GB200 tray), largest first."""
     tray_of = {g: name for name, members in layout(fabric).units("tray").items() for g in members}
     counts: dict[str, int] = {}
@@ -343,12 +343,11 @@ def tray_counts(fabric: Fabric, gpus: tuple[str, ...]) -> list[int]:
     return sorted(counts.values(), reverse=True)
 
 
-def _agrees(fabric: Fabric, ranks: int, placement: Placement, from_log: tuple[Placement, str],
-            run: NcclTestsRun) -> None:
+def _agrees(fabric: Fabric, ranks: int, placement: Placement, from_log: tuple[Placement, str]) -> None:
     """A placement flag must put the log's ranks on trays as the log says they ran (its init line or
     its rank lines: ``log_placement``); an error naming the flag where it does not."""
-    flagged = tray_counts(fabric, select_gpus(fabric, ranks, placement))
-    logged = tray_counts(fabric, select_gpus(fabric, ranks, from_log[0]))
+    flagged = _tray_counts(fabric, select_gpus(fabric, ranks, placement))
+    logged = _tray_counts(fabric, select_gpus(fabric, ranks, from_log[0]))
     if flagged != logged:
         def shape(counts: list[int]) -> str:
             if len(counts) == 1:
@@ -481,7 +480,7 @@ def compare_run(fabric: Fabric, run: NcclTestsRun, *, gpus: int | None = None, a
     if from_log is not None and (placement is None or placement.is_default):
         placement = from_log[0]
     elif from_log is not None:  # a flag where the log says where its ranks ran: they must agree
-        _agrees(fabric, ranks, placement, from_log, run)
+        _agrees(fabric, ranks, placement, from_log)
     if settings.per_tray is not None:  # place on the racks as written, then run where NCCL sees trays as nodes
         said, line = settings.per_tray
         fabric, placement = per_tray_job(fabric, ranks, placement, said, file=run.path, line=line or run.header_line)
