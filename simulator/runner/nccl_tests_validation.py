@@ -14,6 +14,7 @@ rows the reader left out with a warning, are counted as skipped (:func:`row_coun
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -336,11 +337,8 @@ def log_placement(fabric: Fabric, run: NcclTestsRun, ranks: int) -> tuple[Placem
 
 def _tray_counts(fabric: Fabric, gpus: tuple[str, ...]) -> list[int]:
     """GPUs of ``gpus`` on each compute tray they use (an HGX server, a GB200 tray), largest first."""
-    tray_of = {g: name for name, members in layout(fabric).units("tray").items() for g in members}
-    counts: dict[str, int] = {}
-    for g in gpus:
-        counts[tray_of.get(g, g)] = counts.get(tray_of.get(g, g), 0) + 1
-    return sorted(counts.values(), reverse=True)
+    tray_of = layout(fabric).unit_of["tray"]
+    return sorted(Counter(tray_of.get(g, g) for g in gpus).values(), reverse=True)
 
 
 def _agrees(fabric: Fabric, ranks: int, placement: Placement, from_log: tuple[Placement, str]) -> None:
@@ -349,14 +347,19 @@ def _agrees(fabric: Fabric, ranks: int, placement: Placement, from_log: tuple[Pl
     flagged = _tray_counts(fabric, select_gpus(fabric, ranks, placement))
     logged = _tray_counts(fabric, select_gpus(fabric, ranks, from_log[0]))
     if flagged != logged:
-        def shape(counts: list[int]) -> str:
-            if len(counts) == 1:
-                return f"{counts[0]} GPU{'s' if counts[0] != 1 else ''} on 1 tray"
-            if len(set(counts)) == 1:
-                return f"{counts[0]} GPU{'s' if counts[0] != 1 else ''} on each of {len(counts)} trays"
-            return f"{' + '.join(map(str, counts))} GPUs on {len(counts)} trays"
-        raise InputError(f"puts the log's {ranks} ranks {shape(flagged)}, but the log ran {shape(logged)} "
-                         f"({from_log[1]}); drop the flag or make it agree", field=_flag(placement))
+        raise InputError(f"puts the log's {ranks} ranks {_shape(flagged, 'tray')}, but the log ran "
+                         f"{_shape(logged, 'tray')} ({from_log[1]}); drop the flag or make it agree",
+                         field=_flag(placement))
+
+
+def _shape(counts: list[int], unit: str) -> str:
+    """``4 GPUs on each of 2 hosts``, ``4 + 2 GPUs on 2 hosts``, ``4 GPUs on 1 tray``: GPUs per
+    ``unit`` of a placement."""
+    if len(counts) == 1:
+        return f"{counts[0]} GPU{'s' if counts[0] != 1 else ''} on 1 {unit}"
+    if len(set(counts)) == 1:
+        return f"{counts[0]} GPU{'s' if counts[0] != 1 else ''} on each of {len(counts)} {unit}s"
+    return f"{' + '.join(map(str, counts))} GPUs on {len(counts)} {unit}s"
 
 
 def _from_rank_lines(fabric: Fabric, run: NcclTestsRun, ranks: int) -> tuple[Placement, str] | None:
@@ -374,9 +377,7 @@ def _from_rank_lines(fabric: Fabric, run: NcclTestsRun, ranks: int) -> tuple[Pla
     picked = [tray_of[r.host][r.device] for r in lines]
     if len(set(picked)) != ranks:
         return None
-    counts = [sum(1 for r in lines if r.host == h) for h in order]
-    shape = (f"{counts[0]} GPU{'s' if counts[0] != 1 else ''} on each of {len(order)} hosts"
-             if len(set(counts)) == 1 else f"{' + '.join(map(str, counts))} GPUs on {len(order)} hosts")
+    shape = _shape([sum(1 for r in lines if r.host == h) for h in order], "host")
     where = f"lines {lines[0].line}-{lines[-1].line}" if len(lines) > 1 else f"line {lines[0].line}"
     placement = Placement(ranks=tuple(fabric.nodes[g].rank for g in picked))
     return placement, (f"placement from the log's '#  Rank' lines ({where}): {shape}, each host a compute tray of "
