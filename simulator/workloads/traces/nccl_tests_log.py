@@ -774,20 +774,19 @@ class _Reader:
     def _debug(self, text: str, number: int) -> None:
         """An NCCL debug line: settings, version and communicator size; the rest is NCCL's business."""
         cur = self.cur
+
+        def draft() -> Draft:  # a line after a closed table belongs to the next test
+            return (self.preamble(number) if cur.state == "closed" else cur).draft
+
         found = lines.nccl_env(text)
         if found and found[0] not in _NOT_ENV_NAMES:
-            test = self.preamble(number) if cur.state == "closed" else cur
-            test.draft.env.append((found[0], found[1], number))
-        version = lines.nccl_version(text)
-        if version:
-            test = self.preamble(number) if cur.state == "closed" else cur
-            test.draft.nccl_version = version
+            draft().env.append((found[0], found[1], number))
+        if version := lines.nccl_version(text):
+            draft().nccl_version = version
         if (nodes := lines.nccl_nodes(text)) is not None:
-            test = self.preamble(number) if cur.state == "closed" else cur
-            test.draft.info_nodes.append((*nodes, number))
+            draft().info_nodes.append((*nodes, number))
         if "Init COMPLETE" in text and (n := lines.nccl_nranks(text)):
-            test = self.preamble(number) if cur.state == "closed" else cur
-            test.draft.info_nranks.append((n, number))
+            draft().info_nranks.append((n, number))
 
 
 def _excerpt(line: str, width: int = 60) -> str:
