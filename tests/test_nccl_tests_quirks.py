@@ -635,6 +635,20 @@ def test_a_placement_flag_must_agree_with_where_the_log_ran(tmp_path):
     assert runner.invoke(app, args + ["--per-node", "2"]).exit_code in (0, 1)
 
 
+def test_a_placement_flag_must_agree_with_a_log_of_one_host(tmp_path):
+    """Rank lines of one 8-GPU server are the first ranks, the default: --per-node 4 would still put
+    them on two servers' NICs, so it is checked as any other placement the log states."""
+    run = _run_text("all_reduce", 8)
+    log = tmp_path / "one_host.log"
+    log.write_text(run.log())
+    args = ["validate", "--nccl-tests", str(log), "--topology", "hopper_ib_su", "--engine", "flow"]
+    bad = runner.invoke(app, args + ["--per-node", "4"])
+    assert bad.exit_code == 2
+    assert bad.stderr.strip().splitlines()[-1].startswith(
+        "fabricsim: --per-node: puts the log's 8 ranks 4 GPUs on each of 2 trays, but the log ran 8 GPUs on 1 tray")
+    assert runner.invoke(app, args + ["--per-node", "8"]).exit_code in (0, 1)
+
+
 def test_a_wrapper_scripts_test_flag_names_the_op():
     """GKE's gIB wrapper: 'run_nccl_tests.sh -t all_gather ...' (nccl-tests' own -t is a number)."""
     ag = _run_text("all_gather")

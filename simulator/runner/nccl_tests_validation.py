@@ -314,7 +314,14 @@ class RowCounts:
 
 def log_placement(fabric: Fabric, run: NcclTestsRun, ranks: int) -> tuple[Placement, str] | None:
     """Where the log puts its ranks, for a log compared without a placement flag, and a note; None
-    where that is the default (the first ranks) or the log cannot say.
+    where that is the default (the first ranks) or the log cannot say (``log_says``)."""
+    said = log_says(fabric, run, ranks)
+    return None if said is None or _first_ranks(fabric, ranks, said[0]) else said
+
+
+def log_says(fabric: Fabric, run: NcclTestsRun, ranks: int) -> tuple[Placement, str] | None:
+    """Where the log says its ranks ran, first ranks included, and a note; None where it cannot say
+    or this topology cannot hold it:
 
     - NCCL's init line ``nNodes K localRanks L MNNVL 1`` (``NcclTestsRun.nccl_nodes``): K NVLink
       domains of L GPUs each, ``--per-rack L`` (two NVL72 racks x 64, not 72 + 56);
@@ -326,12 +333,12 @@ def log_placement(fabric: Fabric, run: NcclTestsRun, ranks: int) -> tuple[Placem
     - else the init line of nodes that are hosts (MNNVL 0, or not said): ``--per-tray L``."""
     nodes = run.nccl_nodes
     if nodes is not None and nodes.nodes > 1 and nodes.mnnvl == 1:
-        return _placed(fabric, ranks, Placement(per_rack=nodes.local_ranks), _nodes_note(nodes))
+        return _held(fabric, ranks, Placement(per_rack=nodes.local_ranks), _nodes_note(nodes))
     by_hosts = _from_rank_lines(fabric, run, ranks)
     if by_hosts is not None:
-        return _placed(fabric, ranks, *by_hosts)
+        return _held(fabric, ranks, *by_hosts)
     if nodes is not None and nodes.nodes > 1:
-        return _placed(fabric, ranks, Placement(per_tray=nodes.local_ranks), _nodes_note(nodes))
+        return _held(fabric, ranks, Placement(per_tray=nodes.local_ranks), _nodes_note(nodes))
     return None
 
 
@@ -343,7 +350,7 @@ def _tray_counts(fabric: Fabric, gpus: tuple[str, ...]) -> list[int]:
 
 def _agrees(fabric: Fabric, ranks: int, placement: Placement, from_log: tuple[Placement, str]) -> None:
     """A placement flag must put the log's ranks on trays as the log says they ran (its init line or
-    its rank lines: ``log_placement``); an error naming the flag where it does not."""
+    its rank lines: ``log_says``); an error naming the flag where it does not."""
     flagged = _tray_counts(fabric, select_gpus(fabric, ranks, placement))
     logged = _tray_counts(fabric, select_gpus(fabric, ranks, from_log[0]))
     if flagged != logged:
@@ -363,7 +370,7 @@ def _shape(counts: list[int], unit: str) -> str:
 
 
 def _from_rank_lines(fabric: Fabric, run: NcclTestsRun, ranks: int) -> tuple[Placement, str] | None:
-    """The placement of ``log_placement``'s second rule (each host a compute tray), and its note."""
+    """The placement of ``log_says``' second rule (each host a compute tray), and its note."""
     lines = sorted(run.rank_lines, key=lambda r: r.rank)
     if len(lines) != ranks or [r.rank for r in lines] != list(range(ranks)):
         return None
@@ -392,14 +399,18 @@ def _nodes_note(nodes: NcclNodes) -> str:
             f"{nodes.local_ranks})")
 
 
-def _placed(fabric: Fabric, ranks: int, placement: Placement, note: str) -> tuple[Placement, str] | None:
-    """``placement`` and its note where it places ``ranks`` GPUs other than the first ranks; None
-    where it is the default or this topology cannot hold it."""
+def _held(fabric: Fabric, ranks: int, placement: Placement, note: str) -> tuple[Placement, str] | None:
+    """``placement`` and its note where this topology can hold ``ranks`` GPUs so; else None."""
     try:
-        picked = select_gpus(fabric, ranks, placement)
+        select_gpus(fabric, ranks, placement)
     except InputError:
         return None
-    return None if list(picked) == list(fabric.gpus[:ranks]) else (placement, note)
+    return placement, note
+
+
+def _first_ranks(fabric: Fabric, ranks: int, placement: Placement) -> bool:
+    """Whether ``placement`` takes the topology's first ``ranks`` GPUs, as no flag does."""
+    return list(select_gpus(fabric, ranks, placement)) == list(fabric.gpus[:ranks])
 
 
 def _flag(placement: Placement) -> str:
@@ -477,10 +488,10 @@ def compare_run(fabric: Fabric, run: NcclTestsRun, *, gpus: int | None = None, a
                                  f"GPUs; place {ranks}", field=_flag(placement)) from None
             raise InputError(f"{said}: {err.message}", field=_flag(placement)) from None
     settings = settings_for(run, algo, protocol)
-    from_log = log_placement(fabric, run, ranks)
+    from_log = log_says(fabric, run, ranks)
     if from_log is not None and (placement is None or placement.is_default):
         placement = from_log[0]
-    elif from_log is not None:  # a flag where the log says where its ranks ran: they must agree
+    elif from_log is not None:  # a flag where the log says where its ranks ran, first ranks too: they must agree
         _agrees(fabric, ranks, placement, from_log)
     if settings.per_tray is not None:  # place on the racks as written, then run where NCCL sees trays as nodes
         said, line = settings.per_tray
