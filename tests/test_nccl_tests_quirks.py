@@ -611,6 +611,20 @@ def test_a_garbled_in_place_half_keeps_the_out_of_place_one():
                == m for _, m in _where(found))
 
 
+def test_a_garbled_count_on_the_first_row_costs_only_that_row():
+    """size / (count x type bytes) is one figure per sweep: most rows say it, not the first one."""
+    a2a = _run_text("alltoall")
+    rows = [a2a.row_text(i) for i in range(len(a2a.rows))]
+    fields = rows[0].split()
+    fields[1] = str(int(fields[1]) * 8)  # the count of one rank x 8: size / (count x 4 B) reads 1, not 8
+    (found,) = parse_text(a2a.log().replace(rows[0], "  ".join(fields)), "a2a.log")
+    assert (found.op, found.ranks) == ("alltoall", 8)
+    assert [r.bytes for r in found.rows] == [2 << 20, 4 << 20] and row_counts(found).unusable == 1
+    first = a2a.log().splitlines().index(rows[0]) + 1
+    assert (first, "row left out: size / (count x type bytes) is 1, where 2 other rows of this sweep have 8 "
+            f"(line {first + 1}): a garbled size or count?") in _where(found)
+
+
 def test_nccl_algo_does_not_apply_to_point_to_point_ops():
     run = _run_text("alltoall")
     (found,) = parse_text("NCCL_ALGO=Ring mpirun -np 8 ./build/alltoall_perf -g 1\n" + run.log(), "a2a.log")

@@ -45,6 +45,7 @@ rank count: the device list, NCCL's ``Init COMPLETE`` lines, and the rows' own b
 from __future__ import annotations
 
 import re
+from collections import Counter
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Mapping, Sequence
@@ -512,11 +513,6 @@ class _Test:
                                         f"({sized[-1].row.bytes} B on line {sized[-1].row.line}); a garbled size?",
                               row=True)
                     return False
-            elif sized and row.bytes > 0 and found.per_rank != sized[0].per_rank:
-                self.warn(row.line, f"row left out: size / (count x type bytes) is {found.per_rank}, "
-                                    f"{sized[0].per_rank} on line {sized[0].row.line}: a garbled size or count?",
-                          row=True)
-                return False
         if seg is None:
             if self.inferred and segments:
                 return True
@@ -536,11 +532,34 @@ class _Test:
     def close(self, number: int) -> None:
         """End of this test's table (its footer or a new test's start)."""
         self.flush_partial()
+        self._drop_odd_ratios()
         self._drop_strays()
         if self.columns is not None and not self.inferred and not self.footer and self.last_row_line:
             self.warn(self.last_row_line, "the table ends here without nccl-tests' footer ('# Out of bounds "
                                           "values', '# Avg bus bandwidth'): is the log cut short?")
         self._check_average()
+
+    def _drop_odd_ratios(self) -> None:
+        """Every sized row of one sweep has the same size / (count x type bytes) (1, or the rank count
+        of a whole-array op): the rows that differ from most of their sweep's (the first row's on a
+        tie) have a garbled size or count, and are left out, so one garbled first row costs only itself."""
+        for seg in self.draft.segments:
+            sized = [d for d in seg if d.row.bytes > 0]
+            if len({d.per_rank for d in sized}) < 2:
+                continue
+            votes = Counter(d.per_rank for d in sized)
+            top = max(votes.values())
+            usual = next(d for d in sized if votes[d.per_rank] == top)
+            if sum(1 for n in votes.values() if n == top) > 1:
+                usual = sized[0]
+            for d in sized:
+                if d.per_rank != usual.per_rank:
+                    others = votes[usual.per_rank]
+                    self.warn(d.row.line, f"row left out: size / (count x type bytes) is {d.per_rank}, where {others} "
+                                          f"other row{'s' if others > 1 else ''} of this sweep "
+                                          f"{'have' if others > 1 else 'has'} {usual.per_rank} (line "
+                                          f"{usual.row.line}): a garbled size or count?", row=True)
+            seg[:] = [d for d in seg if d.row.bytes == 0 or d.per_rank == usual.per_rank]
 
     def _drop_strays(self) -> None:
         """A lone row whose type, redop or root differs from the rows of one sweep around it is a
