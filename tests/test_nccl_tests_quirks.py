@@ -671,3 +671,24 @@ def test_a_wrapper_scripts_test_flag_names_the_op():
     assert (run.op, run.op_from) == ("all_gather", "binary name (line 1)")
     (threads,) = parse_text("./build/all_gather_perf -t 2 -g 4\n" + ag.table(), "t.log")
     assert threads.op == "all_gather"
+
+
+@pytest.mark.parametrize("with_header", [True, False])
+def test_a_scripts_labels_before_the_size_are_taken_off_with_one_warning_per_change(with_header):
+    """``p4dn 1  1048576 ...``: a sweep script's own columns in front; the row is read from the size on."""
+    run = _run_text()
+    rows = [run.row_text(i) for i in range(len(run.rows))]
+    labelled = {row: f"{'p4dn 1' if i < 2 else 'p4dn 2'} {row.lstrip()}" for i, row in enumerate(rows)}
+    text = run.log() if with_header else "".join(row + "\n" for row in rows)
+    for row, new in labelled.items():
+        text = text.replace(row, new)
+    (found,) = parse_text(text, "labelled.log")
+    plain = parse_text(run.log(), "plain.log")[0]
+    assert [(r.bytes, r.out_of_place) for r in found.rows] == [(r.bytes, r.out_of_place) for r in plain.rows]
+    assert (found.op, found.ranks, row_counts(found).used) == ("all_reduce", 8, 3)
+    at = [text.splitlines().index(labelled[rows[i]]) + 1 for i in (0, 2)]
+    tail = ("columns added in front of nccl-tests' own (a script's label?); this row and those like it read "
+            "from the size on")
+    assert _where(found) == [(at[0], f"'p4dn 1' before the row's size: {tail}"),
+                             (at[1], f"'p4dn 2' before the row's size (before: 'p4dn 1': rows of another "
+                                     f"setup?): {tail}")]

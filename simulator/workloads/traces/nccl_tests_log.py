@@ -242,6 +242,21 @@ def _header_columns(names: list[str], path: str, line: int) -> _Columns:
                     max_error=any(w is not None and names[w] == "error" for *_, w in placements))
 
 
+def _labels_before_row(fields: list[str], columns: _Columns | None) -> int | None:
+    """How many fields a user's own columns put before a data row (``p4dn 1  1073741824  268435456
+    float  sum ...``): 1-3 leading fields, the first not a number, after which the rest is a whole
+    row of ``columns`` (without a header: of a layout nccl-tests prints); None if the line is not so."""
+    if len(fields) < 3 or lines.NUMBER_LIKE.fullmatch(fields[0]) or fields[0].startswith(("#", "-")):
+        return None
+    for k in range(1, min(3, len(fields) - 2) + 1):
+        rest = fields[k:]
+        if not (lines.PLAIN_INT.fullmatch(rest[0]) and lines.PLAIN_INT.fullmatch(rest[1])):
+            continue
+        if len(rest) == columns.width if columns is not None else _inferred_columns(rest) is not None:
+            return k
+    return None
+
+
 def _inferred_columns(fields: list[str]) -> tuple[_Columns, str] | None:
     """Columns of a row without a header, from nccl-tests' layouts: ``size count type [redop] [root]``
     then two placements of ``time algbw busbw #wrong`` (each followed by ``i_min i_max i_p99 i_cv%``
@@ -337,6 +352,8 @@ class _Test:
         """Rows of two tables side by side were seen (warned once)."""
         self.old_algbw_line: int | None = None
         """The first row whose algbw is old nccl-tests' all_gather / reduce_scatter one (warned once)."""
+        self.labels: tuple[str, ...] | None = None
+        """The fields a user's script put before the last such row's size (warned when they change)."""
 
     @property
     def has_table(self) -> bool:
@@ -731,6 +748,14 @@ class _Reader:
                 cur.side_by_side = True
                 cur.warn(number, "two tables side by side ('|' between them, as a diff shows them): the left one "
                                  "is read")
+        if not lines.is_data_like(fields) and (cur.state == "table" or cur.columns is None) and (
+                k := _labels_before_row(fields, cur.columns)):
+            if tuple(fields[:k]) != cur.labels:
+                again = "" if cur.labels is None else f" (before: {' '.join(cur.labels)!r}: rows of another setup?)"
+                cur.labels = tuple(fields[:k])
+                cur.warn(number, f"{' '.join(cur.labels)!r} before the row's size{again}: columns added in front of "
+                                 "nccl-tests' own (a script's label?); this row and those like it read from the size on")
+            fields = fields[k:]
         if lines.is_data_like(fields) and cur.partial is None and lines.is_prose(fields):
             cur.warn(number, f"text starting with a number ({' '.join(fields[:4])} ...): mostly words, so not "
                              "read as a data row")
