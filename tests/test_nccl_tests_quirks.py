@@ -387,6 +387,25 @@ def test_a_rank_label_inside_a_row_is_taken_off_like_the_one_before_it():
     assert run.out_of_bounds == "0 OK"
 
 
+def test_a_row_cut_in_each_of_its_three_pieces_by_debug_lines_is_put_back_together():
+    """NCCL_DEBUG_SUBSYS=TUNING under -prepend-rank (NVIDIA/nccl issue 1453's log): rank 0's tuner lines
+    land after the size piece and after the out-of-place piece of every row, glued to each."""
+    tune = "[0] node-00:4000:4000 [0] NCCL INFO {} Bytes -> Algo 0 proto 0 time 25.495272"
+    out = []
+    for line in (DATA / "mpich_prefixes.log").read_text().split("\n"):
+        pieces = line.split("[0] ")
+        if len(pieces) != 4 or pieces[1].startswith("#"):
+            out.append(line)
+            continue
+        info = tune.format(pieces[1].split()[0])
+        out += [f"[0] {pieces[1]}{info}", info, info, f"[0] {pieces[2]}{info}", info, f"[0] {pieces[3]}"]
+    run = parse_text("\n".join(out), "tuning.log")[0]
+    assert (run.op, run.ranks, run.warnings) == ("all_reduce", 16, ())
+    assert [(r.line, r.bytes, r.out_of_place.busbw_GBps, r.in_place.busbw_GBps) for r in run.rows] == [
+        (27, 1 << 20, 33.85, 34.02), (33, 2 << 20, 54.23, 54.46), (39, 4 << 20, 80.41, 80.66),
+        (45, 8 << 20, 109.07, 109.30)]
+
+
 def test_an_old_error_column_warns_only_above_nccl_tests_own_tolerance():
     """Before 2.13 the column held the largest deviation; float sums on 8 ranks allowed 7 x 1e-5."""
     run = _one("old_error_column.log")

@@ -339,7 +339,8 @@ class _Test:
         self.state = "preamble"
         """preamble (before the column header), table (rows), closed (after the footer)."""
         self.partial: tuple[list[str], int] | None = None
-        """A row cut by NCCL debug text glued after its first fields; the rest follows."""
+        """A row cut by NCCL debug text glued after its first fields (or after each of its parts); the rest
+        follows."""
         self.printed_busbw: list[tuple[float, float]] | None = []
         """Every row's printed busbw (value, half digit), for the ``Avg bus bandwidth`` check; None
         once a row cannot give them."""
@@ -378,6 +379,9 @@ class _Test:
             self.partial = None
             if len(start) + len(fields) == cols.width:
                 fields, number = start + fields, first
+            elif len(start) + len(fields) < cols.width and glued:  # cut again: nccl-tests writes a row in 3 parts
+                self.partial = (start + fields, first)
+                return False
             else:
                 self.warn(first, f"data row cut short by NCCL debug text: {len(start)} fields, the columns "
                                  f"({self.draft.columns_from}) name {cols.width}", row=True)
