@@ -562,6 +562,14 @@ def test_a_ray_workers_tag_is_a_launcher_prefix():
     assert (run.op, run.ranks, len(run.rows), run.warnings) == ("all_reduce", 8, 3, ())
 
 
+def test_a_log_quoted_in_a_reply_is_read_whole():
+    """'> ' before every line (a mail or an issue reply quoting a log), '>' alone on its blank lines."""
+    body = "".join(f"> {line}".rstrip() + "\n" for line in _run_text(n=16).log(gpus_per_process=1).splitlines())
+    (run,) = parse_text(body, "quoted.log")
+    assert (run.op, run.ranks, len(run.rows), run.warnings) == ("all_reduce", 16, 3, ())
+    assert run.hosts == ("node-00", "node-01")
+
+
 def test_a_table_pasted_into_markdown_is_read_and_its_rule_line_skipped():
     run = _run_text()
     head = run.header().replace("# ", "\\# ", 3)

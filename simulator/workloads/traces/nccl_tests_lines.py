@@ -4,8 +4,8 @@ nccl-tests' own, and the number spellings nccl-tests prints.
 What launchers add in front of every line: Open MPI ``--tag-output`` (``[1,0]<stdout>:``), Ray's
 worker tags (``(head, rank=0, pid=3808)``, as SkyPilot runs jobs), Slurm
 ``srun --label`` (``0: ``), pdsh/clush and ``mpirun`` host tags (``node001: ``, ``[node001] ``), MPICH
-and Intel MPI ranks (``[0] ``), and timestamps (``2024-05-01T12:00:00.123Z``, ``[2024-05-01 12:00:00]``,
-``Mon May  1 12:00:00 2024``, ``12:00:00``). NCCL's debug lines (``NCCL_DEBUG=INFO``) look like
+and Intel MPI ranks (``[0] ``), the quote marks of a log pasted into a reply (``> ``), and timestamps
+(``2024-05-01T12:00:00.123Z``, ``[2024-05-01 12:00:00]``, ``Mon May  1 12:00:00 2024``, ``12:00:00``). NCCL's debug lines (``NCCL_DEBUG=INFO``) look like
 ``[timestamp] host:pid:tid [dev] NCCL INFO text`` and ``... [dev] file.cc:123 NCCL WARN text``
 (``ncclDebugLog`` in NCCL ``src/debug.cc``); interleaved with nccl-tests' output, one may be glued to
 the end of a data row, or cut a row in two.
@@ -30,6 +30,7 @@ _PREFIXES = (
     re.compile(r"\[\d+\]\s"),                              # MPICH / Intel MPI -prepend-rank
     re.compile(r"\[[A-Za-z][\w.-]*\]:?\s"),                # [host] tags
     re.compile(r"[A-Za-z][\w./-]*:\s"),                    # host: (pdsh, clush, mpirun tags), srun:
+    re.compile(r">+(?:\s|$)"),                             # a log quoted in a mail or an issue reply
 )
 """Prefixes taken off the start of a line, as often as they come (up to :data:`MAX_PREFIXES`)."""
 
