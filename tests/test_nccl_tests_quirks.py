@@ -570,6 +570,35 @@ def test_a_log_quoted_in_a_reply_is_read_whole():
     assert run.hosts == ("node-00", "node-01")
 
 
+_FAILURE = ("node-01: Test NCCL failure all_reduce.cu:44 'unhandled system error (run with NCCL_DEBUG=INFO for "
+            "details) / '\n .. node-01 pid 4011: Test failure common.cu:1302\n"
+            "----------------------------------------------------------------\n"
+            "Primary job  terminated normally, but 1 process returned\na non-zero exit code.\n")
+
+
+def test_a_run_that_fails_midway_keeps_its_rows_and_says_where_it_stopped():
+    """nccl-tests' NCCLCHECK prints 'host: Test NCCL failure file:line ...' and the job ends: the rows
+    before it are kept, the failure is the one warning (not 'cut short?', not one per line of mpirun's
+    abort text), and the NCCL_DEBUG=INFO it mentions is no setting of the run."""
+    run = _run_text(n=16)
+    text = run.preamble(gpus_per_process=1) + run.header() + run.row_text(0) + "\n" + run.row_text(1) + "\n" + _FAILURE
+    (found,) = parse_text(text, "died.log")
+    assert [r.bytes for r in found.rows] == [1 << 20, 2 << 20] and found.setting("NCCL_DEBUG") is None
+    assert [(w.line, w.message) for w in found.warnings] == [
+        (28, "nccl-tests reports a failure, \"Test NCCL failure all_reduce.cu:44 'unhandled system error (run "
+             "with ...\": the run stopped here (the 2 rows before it kept)")]
+
+
+@pytest.mark.parametrize("header", [False, True])
+def test_a_run_that_fails_before_its_first_row_is_one_error_naming_the_failure(header):
+    run = _run_text(n=16)
+    text = run.preamble(gpus_per_process=1) + (run.header() if header else "") + _FAILURE
+    with pytest.raises(InputError) as err:
+        parse_text(text, "died.log")
+    assert (err.value.line, err.value.message[:60]) == (
+        23 + 3 * header, "nccl-tests reports a failure before its first data row, \"Tes")
+
+
 def test_a_table_pasted_into_markdown_is_read_and_its_rule_line_skipped():
     run = _run_text()
     head = run.header().replace("# ", "\\# ", 3)

@@ -5,10 +5,10 @@ What launchers add in front of every line: Open MPI ``--tag-output`` (``[1,0]<st
 worker tags (``(head, rank=0, pid=3808)``, as SkyPilot runs jobs), Slurm
 ``srun --label`` (``0: ``), pdsh/clush and ``mpirun`` host tags (``node001: ``, ``[node001] ``), MPICH
 and Intel MPI ranks (``[0] ``), the quote marks of a log pasted into a reply (``> ``), and timestamps
-(``2024-05-01T12:00:00.123Z``, ``[2024-05-01 12:00:00]``, ``Mon May  1 12:00:00 2024``, ``12:00:00``). NCCL's debug lines (``NCCL_DEBUG=INFO``) look like
-``[timestamp] host:pid:tid [dev] NCCL INFO text`` and ``... [dev] file.cc:123 NCCL WARN text``
-(``ncclDebugLog`` in NCCL ``src/debug.cc``); interleaved with nccl-tests' output, one may be glued to
-the end of a data row, or cut a row in two.
+(``2024-05-01T12:00:00.123Z``, ``[2024-05-01 12:00:00]``, ``Mon May  1 12:00:00 2024``, ``12:00:00``).
+NCCL's debug lines (``NCCL_DEBUG=INFO``) look like ``[timestamp] host:pid:tid [dev] NCCL INFO text`` and
+``... [dev] file.cc:123 NCCL WARN text`` (``ncclDebugLog`` in NCCL ``src/debug.cc``); interleaved with
+nccl-tests' output, one may be glued to the end of a data row, or cut a row in two.
 """
 
 from __future__ import annotations

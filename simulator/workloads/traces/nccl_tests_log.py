@@ -80,6 +80,9 @@ _VERSION = re.compile(r"^#\s*nccl-tests version\s+(\S+)(?:.*\bnccl-library=(\d{1
 _NCCL_ENV = re.compile(r"\b(NCCL_[A-Z0-9_]+)=([^\s;&|]+)")
 _AVG_BUSBW = re.compile(r"^#?\s*Avg bus bandwidth\s*:\s*(\S+)")
 _OUT_OF_BOUNDS = re.compile(r"^#?\s*Out of bounds values\s*:\s*(\S+)")
+_FAILURE = re.compile(r"\bTest (?:CUDA |NCCL )?failure \S+:\d+")
+"""nccl-tests' own report of a failed call (``CUDACHECK``, ``NCCLCHECK``, ``TESTCHECK`` in its
+``src/common.h``): the run stops there."""
 _UNITS = re.compile(r"^#?\s*\(B\)\s+\(elements\)")
 _PLACEMENTS = re.compile(r"^#?\s*out-of-place\b")
 _NOT_ENV_NAMES = frozenset({"NCCL_DEBUG", "NCCL_DEBUG_SUBSYS", "NCCL_DEBUG_FILE"})
@@ -555,7 +558,8 @@ class _Test:
         self.flush_partial()
         self._drop_odd_ratios()
         self._drop_strays()
-        if self.columns is not None and not self.inferred and not self.footer and self.last_row_line:
+        ended = self.footer or self.draft.failed is not None  # (a failure is warned where it is reported)
+        if self.columns is not None and not self.inferred and not ended and self.last_row_line:
             self.warn(self.last_row_line, "the table ends here without nccl-tests' footer ('# Out of bounds "
                                           "values', '# Avg bus bandwidth'): is the log cut short?")
         self._check_average()
@@ -631,6 +635,8 @@ class _Reader:
         with_rows = [t for t in self.done if t.has_table]
         if not with_rows:
             found = [w for t in self.done for w in t.draft.warnings]
+            if failed := next((t.draft for t in self.done if t.draft.failed is not None), None):
+                raise InputError(failed.failed_before_rows(), file=self.path, line=failed.failed[0])
             raise InputError("no nccl-tests column header ('#  size  count  type ... time  algbw  busbw') "
                              "nor data rows found; is this the output of an nccl-tests binary such as "
                              "all_reduce_perf?" + (f" (first unusable line: {found[0]})" if found else ""),
@@ -717,6 +723,15 @@ class _Reader:
                 cur.draft.avg_busbw, cur.avg_half = value[0], value[1] + 5e-6 * value[0]  # printed with %g
                 cur.avg_line = number
             cur.footer = True
+            cur.state = "closed" if cur.has_table else cur.state
+            return
+        if _FAILURE.search(line):
+            if cur.draft.failed is None:
+                cur.draft.failed = (number, _excerpt(line, 72))
+                cur.flush_partial()
+                rows = sum(len(seg) for seg in cur.draft.segments)
+                kept = f"the {rows} row{'s' if rows != 1 else ''} before it kept" if rows else "no row before it"
+                cur.warn(number, f"nccl-tests reports a failure, {cur.draft.failed[1]}: the run stopped here ({kept})")
             cur.state = "closed" if cur.has_table else cur.state
             return
         if _OUT_OF_BOUNDS.match(line):

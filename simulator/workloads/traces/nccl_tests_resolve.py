@@ -82,6 +82,13 @@ class Draft:
     """(ranks, how, line) of the command line that started the test (``mpirun -np 16 ... -g 1``)."""
     blank_redop: int | None = None
     """The first row that printed its redop as nothing (old nccl-tests' alltoall), or None."""
+    failed: tuple[int, str] | None = None
+    """(line, text) where nccl-tests reported a failed call (the run stopped there), or None."""
+
+    def failed_before_rows(self) -> str:
+        assert self.failed is not None
+        return (f"nccl-tests reports a failure before its first data row, {self.failed[1]}: no row to compare "
+                "(NCCL_DEBUG=INFO in the run's environment says why it failed)")
 
     def warn(self, line: int | None, message: str, row: bool = False) -> None:
         self.warnings.append(LogWarning(self.path, line, message, row))
@@ -442,6 +449,8 @@ class NoUsableRows(InputError):
         rows = [w for w in draft.warnings if w.row]
         if message is not None:  # the test cannot be used for another reason (UnknownOp)
             super().__init__(message, file=draft.path, line=line)
+        elif draft.failed is not None and not rows:
+            super().__init__(draft.failed_before_rows(), file=draft.path, line=draft.failed[0])
         elif rows:
             super().__init__(f"no usable data rows: all {len(rows)} were left out; the first: {rows[0].message}",
                              file=draft.path, line=rows[0].line)
