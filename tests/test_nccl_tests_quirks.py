@@ -689,34 +689,28 @@ def test_nccl_algo_does_not_apply_to_point_to_point_ops():
     assert settings.notes[0] == "NCCL_ALGO=Ring (line 1): no matter here, NCCL runs alltoall point to point"
 
 
-def test_a_placement_flag_must_agree_with_where_the_log_ran(tmp_path):
-    """Rank lines of 2 hosts x 2 GPUs: --per-node 4 would put all four on one server's NVLink."""
+def _two_hosts_of_two() -> str:
+    """Rank lines of 2 hosts x 2 GPUs (alltoall on 4 ranks)."""
     run = _run_text("alltoall", 4)
     devices = "".join("#  Rank %2d Group  0 Pid %6d on %10s device %2d [0000:%02x:00] NVIDIA H100 80GB HBM3\n"
                       % (r, 4000 + r, f"node-{r // 2}", r % 2, 0x18 + r) for r in range(4))
+    return run.preamble(ranks=[]).replace("#\n# Using devices\n#\n", "#\n# Using devices\n" + devices + "#\n") + run.table()
+
+
+@pytest.mark.parametrize("text,wrong,right,said", [
+    # --per-node 4 would put all four on one server's NVLink
+    (_two_hosts_of_two(), "4", "2", "4 ranks 4 GPUs on 1 tray, but the log ran 2 GPUs on each of 2 trays"),
+    # the first ranks, the default, are checked too: --per-node 4 would put them on two servers' NICs
+    (_run_text("all_reduce", 8).log(), "4", "8", "8 ranks 4 GPUs on each of 2 trays, but the log ran 8 GPUs on 1 tray"),
+])
+def test_a_placement_flag_must_agree_with_where_the_log_ran(tmp_path, text, wrong, right, said):
     log = tmp_path / "placed.log"
-    log.write_text(run.preamble(ranks=[]).replace("#\n# Using devices\n#\n", "#\n# Using devices\n" + devices + "#\n")
-                   + run.table())
+    log.write_text(text)
     args = ["validate", "--nccl-tests", str(log), "--topology", "hopper_ib_su", "--engine", "flow"]
-    bad = runner.invoke(app, args + ["--per-node", "4"])
+    bad = runner.invoke(app, args + ["--per-node", wrong])
     assert bad.exit_code == 2
-    assert bad.stderr.strip().splitlines()[-1].startswith(
-        "fabricsim: --per-node: puts the log's 4 ranks 4 GPUs on 1 tray, but the log ran 2 GPUs on each of 2 trays")
-    assert runner.invoke(app, args + ["--per-node", "2"]).exit_code in (0, 1)
-
-
-def test_a_placement_flag_must_agree_with_a_log_of_one_host(tmp_path):
-    """Rank lines of one 8-GPU server are the first ranks, the default: --per-node 4 would still put
-    them on two servers' NICs, so it is checked as any other placement the log states."""
-    run = _run_text("all_reduce", 8)
-    log = tmp_path / "one_host.log"
-    log.write_text(run.log())
-    args = ["validate", "--nccl-tests", str(log), "--topology", "hopper_ib_su", "--engine", "flow"]
-    bad = runner.invoke(app, args + ["--per-node", "4"])
-    assert bad.exit_code == 2
-    assert bad.stderr.strip().splitlines()[-1].startswith(
-        "fabricsim: --per-node: puts the log's 8 ranks 4 GPUs on each of 2 trays, but the log ran 8 GPUs on 1 tray")
-    assert runner.invoke(app, args + ["--per-node", "8"]).exit_code in (0, 1)
+    assert bad.stderr.strip().splitlines()[-1].startswith(f"fabricsim: --per-node: puts the log's {said}")
+    assert runner.invoke(app, args + ["--per-node", right]).exit_code in (0, 1)
 
 
 def test_a_wrapper_scripts_test_flag_names_the_op():
