@@ -268,6 +268,21 @@ def test_issue_28_sed_repro_is_no_longer_silent(tmp_path):
     assert len(run.rows) == 17 and 128 not in [r.bytes for r in run.rows]
 
 
+def test_settings_fabricsim_does_not_model_are_named_not_dropped():
+    """A log's NCCL_IB_HCA (4 of 8 NICs, nccl issue 1357's run) would explain a gap: the comparison
+    says it ran without it; NCCL_PXN_DISABLE says which of NCCL's two ways fabricsim's runs take."""
+    cmd = ("$ mpirun -np 8 -x NCCL_IB_HCA=mlx5_0,mlx5_1,mlx5_4,mlx5_5 -x NCCL_IB_QPS_PER_CONNECTION=2 "
+           "-x NCCL_MIN_NCHANNELS=4 -x NCCL_PXN_DISABLE=0 ./build/all_reduce_perf -b 1M -e 4M -g 1\n")
+    (run,) = parse_text(cmd + _run_text().log(gpus_per_process=1), "hca.log", env=["NCCL_BUFFSIZE=8388608"])
+    notes = settings_for(run).notes
+    assert notes[0].startswith("NCCL_PXN_DISABLE=0 (line 1): PXN on, NCCL's default (src/graph/paths.cc")
+    assert notes[1:] == ("NCCL_IB_HCA=mlx5_0,mlx5_1,mlx5_4,..., NCCL_IB_QPS_PER_CONNECTION=2, NCCL_MIN_NCHANNELS=4 "
+                         "(line 1); NCCL_BUFFSIZE=8388608 (--env): not modelled, simulated as if unset",)
+    (alone,) = parse_text(cmd.replace("=0 ", "=1 ") + _run_text().log(gpus_per_process=1), "hca.log")
+    assert settings_for(alone).notes[0] == ("NCCL_PXN_DISABLE=1 (line 1): PXN off, as in fabricsim's runs: each GPU "
+                                            "sends from its own NICs")
+
+
 def test_env_and_op_flags_fill_in_and_must_agree():
     run = _one("zero_bytes_all_gather.log", env=["NCCL_PROTO=LL", "NCCL_MNNVL_ENABLE=1"])
     assert run.setting("NCCL_PROTO") == ("LL", None) and run.setting("NCCL_MNNVL_ENABLE") == ("1", None)

@@ -93,17 +93,26 @@ SWITCH_NOTES = {
                           "over the network (topology.partitions)",
                           "each NVLink domain is one NCCL node, as in fabricsim (an NVL72 rack's trays joined over "
                           "NVLink)"),
+    "NCCL_PXN_DISABLE": ("PXN on, NCCL's default (src/graph/paths.cc ncclTopoGetPxnRanks), but not in fabricsim's "
+                         "runs: each GPU sends from its own NICs, as rings and trees do anyway (they leave on the rail "
+                         "they enter); point-to-point ops across rails cross the spine instead of an NVLink relay",
+                         "PXN off, as in fabricsim's runs: each GPU sends from its own NICs"),
     "NCCL_COLLNET_ENABLE": ("CollNet off, as fabricsim's tuner, which never chooses it",
                             "CollNet on: fabricsim runs CollNetChain where NCCL_ALGO (or --algo collnet_chain) names "
                             "it; its tuner does not choose CollNet, and CollNetDirect and NVLS with SHARP are not "
                             "modelled"),
 }
-"""Settings that switch an NCCL mechanism off (0) or on: what the comparison makes of each value."""
+"""Settings that switch an NCCL mechanism on or off: what the comparison makes of the value 0 and of
+any other (NCCL_PXN_DISABLE=0 turns PXN on)."""
 
 
 def _off(value: str) -> bool:
     """An NCCL on/off setting's value says off: 0, as a command line or a sentence may end it (``0,``)."""
     return value.strip().rstrip(",.;") == "0"
+
+
+def _short(value: str, width: int = 24) -> str:
+    return value if len(value) <= width else value[:width - 3] + "..."
 
 
 def _where(line: int | None) -> str:
@@ -261,7 +270,9 @@ def settings_for(run: NcclTestsRun, algo: str = "auto", protocol: str = "auto") 
             notes.append(f"NCCL_PROTO={value} ({_where(line)}) names no single fabricsim protocol; the tuner chooses")
     low, high = run.setting("NCCL_MIN_NCHANNELS"), run.setting("NCCL_MAX_NCHANNELS")
     channels = None
+    applied = {"NCCL_ALGO", "NCCL_PROTO", "NCCL_NVLS_ENABLE", *SWITCH_NOTES}
     if low and high and low[0] == high[0] and low[0].isdigit() and int(low[0]) > 0:
+        applied |= {"NCCL_MIN_NCHANNELS", "NCCL_MAX_NCHANNELS"}
         channels = int(low[0])
         where = f"lines {low[1]}, {high[1]}" if low[1] is not None and high[1] is not None else \
             f"{_where(low[1])}, {_where(high[1])}"
@@ -278,10 +289,18 @@ def settings_for(run: NcclTestsRun, algo: str = "auto", protocol: str = "auto") 
     if newer:
         algo, what = leave_out(algo, newer, f"NCCL {run.nccl_version}")
         notes.append(f"NCCL {run.nccl_version} (the log's, older than these algorithms): {what}")
-    for var, (off, on) in SWITCH_NOTES.items():
+    for var, (zero, other) in SWITCH_NOTES.items():
         found = run.setting(var)
         if found is not None:
-            notes.append(f"{var}={found[0]} ({_where(found[1])}): {off if _off(found[0]) else on}")
+            notes.append(f"{var}={found[0]} ({_where(found[1])}): {zero if _off(found[0]) else other}")
+    others: dict[int | None, list[str]] = {}  # the settings fabricsim does not model, by the line that gives them
+    for name in dict.fromkeys(k for k, _, _ in run.nccl_env):
+        if name not in applied:
+            value, line = run.setting(name)
+            others.setdefault(line, []).append(f"{name}={_short(value)}")
+    if others:
+        said = "; ".join(f"{', '.join(names)} ({_where(line)})" for line, names in others.items())
+        notes.append(f"{said}: not modelled, simulated as if unset")
     mnnvl = run.setting("NCCL_MNNVL_ENABLE")
     per_tray = (f"NCCL_MNNVL_ENABLE={mnnvl[0]} ({_where(mnnvl[1])})", mnnvl[1]) if mnnvl and _off(mnnvl[0]) else None
     nodes = run.nccl_nodes
