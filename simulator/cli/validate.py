@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import textwrap
 from collections import Counter
 from typing import TYPE_CHECKING, Annotated, Optional
 
@@ -165,19 +166,27 @@ def _print_logs(outcome) -> None:  # noqa: ANN001 - runner.validate.ValidateOutc
     for run, rows in results:
         out.print(fit(_log_table(run, rows, outcome.system, request.in_place), out.width))
         for note in outcome.notes(run):
-            out.print(f"  from the log: {note}", highlight=False)
-        out.print(_summary_line(summarize(rows), "  this log" if tests[run.path] == 1 else "  this test"),
-                  highlight=False)
+            out.print(_hanging(f"  from the log: {note}", out.width), highlight=False)
+        out.print(_hanging(_summary_line(summarize(rows), "  this log" if tests[run.path] == 1 else "  this test"),
+                           out.width), highlight=False)
         out.print(f"  rows: {_counts_text(row_counts(run).as_dict())}", highlight=False)
     every, failed = outcome.every, outcome.failed
     if len(results) > 1:
         every_one = (f"all {len(results)} logs" if len(tests) == len(results) else
                      f"all {len(results)} tests of the log" if len(tests) == 1 else
                      f"all {len(results)} tests of {len(tests)} logs")
-        out.print(_summary_line(summarize(every), every_one), highlight=False)
+        out.print(_hanging(_summary_line(summarize(every), every_one), out.width), highlight=False)
         out.print(f"rows of {every_one}: {_counts_text(outcome.row_counts())}", highlight=False)
-    out.print(f"{len(every) - len(failed)} of {len(every)} sizes within {request.threshold_pct:g}% "
-              "(busbw error; time error where the log's busbw is below 1 GB/s).")
+    out.print(_hanging(f"{len(every) - len(failed)} of {len(every)} sizes within {request.threshold_pct:g}% "
+                       "(busbw error; time error where the log's busbw is below 1 GB/s).", out.width), highlight=False)
+
+
+def _hanging(text: str, width: int) -> str:
+    """``text`` wrapped to ``width``, its later lines indented two more than its first (a long note
+    or summary reads as one item, not as lines at the margin)."""
+    lead = " " * (len(text) - len(text.lstrip()) + 2)
+    return textwrap.fill(text, max(width, 40), subsequent_indent=lead, break_on_hyphens=False,
+                         break_long_words=False)
 
 
 def _logs_plot(outcome, plot: str) -> None:  # noqa: ANN001 - runner.validate.ValidateOutcome
