@@ -33,6 +33,8 @@ _PREFIXES = (
     re.compile(r">+(?:\s|$)"),                             # a log quoted in a mail or an issue reply
 )
 """Prefixes taken off the start of a line, as often as they come (up to :data:`MAX_PREFIXES`)."""
+_PREFIX = re.compile("|".join(f"(?:{p.pattern})" for p in _PREFIXES))
+"""The first of :data:`_PREFIXES` that matches, in one match (none of them matches nothing)."""
 
 MAX_PREFIXES = 6
 
@@ -86,16 +88,13 @@ def _strip(line: str) -> tuple[str, tuple[str, ...]]:
     for _ in range(MAX_PREFIXES):
         if line.startswith("#"):
             break
-        for prefix in _PREFIXES:
-            m = prefix.match(line)
-            if m and m.end() > 0:
-                tag = m.group().strip()
-                if tag.startswith("[") and not _TIMESTAMP_TAG.fullmatch(tag):
-                    tags.append(tag)
-                line = line[m.end():].lstrip()
-                break
-        else:
+        m = _PREFIX.match(line)
+        if not m:
             break
+        tag = m.group().strip()
+        if tag.startswith("[") and not _TIMESTAMP_TAG.fullmatch(tag):
+            tags.append(tag)
+        line = line[m.end():].lstrip()
     return line, tuple(tags)
 
 

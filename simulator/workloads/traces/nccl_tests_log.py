@@ -725,7 +725,7 @@ class _Reader:
             cur.footer = True
             cur.state = "closed" if cur.has_table else cur.state
             return
-        if _FAILURE.search(line):
+        if "failure" in line and _FAILURE.search(line):
             if cur.draft.failed is None:
                 cur.draft.failed = (number, _excerpt(line, 72))
                 cur.flush_partial()
