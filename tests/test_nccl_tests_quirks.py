@@ -430,6 +430,34 @@ def test_an_old_error_column_warns_only_above_nccl_tests_own_tolerance():
                                 "the results of this row were wrong (its time is kept)")]
 
 
+def test_an_old_error_column_is_told_by_its_printing_where_no_header_names_it():
+    """Rows kept without their header (nccl-tests issue 128's paste): '2e-07' and '0e+00' are old
+    nccl-tests' %5.0le error, which today's #wrong (%6g of a count) never prints; its 3e-02 is still
+    above the tolerance, and --strict lets that note pass (the row is used as it is)."""
+    rows = [line for line in (DATA / "old_error_column.log").read_text().split("\n") if line.startswith("  ")]
+    (run,) = parse_text("\n".join(rows), "rows.log", gpus=8, strict=True)
+    assert run.columns_from == ("no header; inferred from line 1: size count type redop | time algbw busbw error | "
+                                "time algbw busbw error")
+    assert [(w.line, w.message[:34], w.note) for w in run.warnings] == [
+        (4, "out-of-place error is 3e-02, above", True)]
+
+
+def test_a_cut_row_is_said_cut_once_and_not_read_as_another_layout():
+    """Without a header, a row cut after its busbw (8 fields) would fit the layout without a root,
+    its '-1' read as a time; and a row cut in its in-place columns whose out-of-place #wrong is
+    garbled is left out with that reason alone, not also 'its out-of-place ones are kept'."""
+    run = _run_text()
+    rows = [run.row_text(i) for i in range(3)]
+    cut = " ".join(rows[1].split()[:8])
+    garbled = " ".join(rows[2].split()[:8] + ["0e+"])
+    (found,) = parse_text("\n".join([rows[0], cut, garbled]), "cut.log", gpus=8)
+    assert [r.line for r in found.rows] == [1]
+    assert [(w.line, w.message.split(":")[0]) for w in found.warnings] == [
+        (2, "data row has 8 fields, the columns (no header; inferred from line 1"),
+        (3, "row left out")]
+    assert "'0e+' is not a count" in found.warnings[1].message
+
+
 # Shapes of real logs found in public issues (issue 24 item 1), rows written here with numbers of our own.
 _OLD_HEADER = ("#       size         count    type   redop     time   algbw   busbw  error     time   algbw   busbw"
                "  error\n"

@@ -54,7 +54,8 @@ def register(app: typer.Typer) -> None:
                                          "where it does).")] = None,
         strict: Annotated[bool, typer.Option(
             "--strict", help="With --nccl-tests: a log line that cannot be used is an error (exit 2), not a "
-                             "warning.")] = False,
+                             "warning (a note on a line used as it is, such as wrong results its time is "
+                             "kept with, stays a warning).")] = False,
         run: Annotated[Optional[int], typer.Option(
             "--run", min=1, help="With --nccl-tests: only the N-th test of each log (a log may hold several; "
                                  "default: every one).")] = None,

@@ -31,7 +31,7 @@ JSON file of ``-J`` (:mod:`nccl_tests_json`). Columns are found by their names i
 Every line that looks like a data row but cannot be used is a :class:`LogWarning` at its FILE:LINE
 (the row is left out and counted); so is any other text inside a table, a table that ends without
 its footer, and an ``Avg bus bandwidth`` that the rows do not average to. ``strict=True`` makes the
-first of them an :class:`InputError`. Lines are split on ``\\n`` only (a form feed or U+2028 inside a
+first of them an :class:`InputError`; a note on a line used as it is (``LogWarning.note``) passes. Lines are split on ``\\n`` only (a form feed or U+2028 inside a
 line moves no later line number); a trailing ``\\r`` (CRLF) is dropped.
 
 The operation comes from, in order: the binary name (``all_gather_perf`` in ``# Collective test
@@ -160,8 +160,8 @@ def parse_text(text: str, path: str = "<text>", op: str | None = None, *, gpus: 
         i = next((i for i, run in enumerate(runs) if run.header_line > line), len(runs) - 1)
         runs[i] = replace(runs[i], warnings=tuple(sorted(runs[i].warnings + tuple(err.warnings),
                                                          key=lambda w: w.line or 0)))
-    if strict:
-        found = sorted((w for run in runs for w in run.warnings), key=lambda w: w.line or 0)
+    if strict:  # (a note on a line used as it is passes)
+        found = sorted((w for run in runs for w in run.warnings if not w.note), key=lambda w: w.line or 0)
         if found:
             others = len(found) - 1
             more = f" (--strict; {others} more such line{'s' if others > 1 else ''})" if others else " (--strict)"
@@ -277,10 +277,27 @@ def _inferred_columns(fields: list[str]) -> tuple[_Columns, str] | None:
         return None
     per = 8 if rest == 16 else 4
     places = tuple((s, s + 1, s + 2, s + 3) for s in range(i, len(fields), per))
+    old = any(_OLD_ERROR.fullmatch(fields[w]) for *_, w in places)
     names = ["size", "count", "type"] + (["redop"] if redop else []) + (["root"] if root else [])
-    placement = "time algbw busbw #wrong" + (" i_min i_max i_p99 i_cv%" if per == 8 else "")
+    placement = f"time algbw busbw {'error' if old else '#wrong'}" + (" i_min i_max i_p99 i_cv%" if per == 8 else "")
     layout = " ".join(names) + " | " + " | ".join([placement] * len(places))
-    return _Columns(width=len(fields), size=0, count=1, type=2, redop=redop, root=root, placements=places), layout
+    return _Columns(width=len(fields), size=0, count=1, type=2, redop=redop, root=root, placements=places,
+                    max_error=old), layout
+
+
+def _cut_row_of(cols: _Columns, fields: list[str]) -> bool:
+    """A row shorter than ``cols`` that reads as their first columns (its redop a reduction, its root
+    a whole number): one of these rows cut short, not a row of another layout (where the root's
+    ``-1`` would be read as a time)."""
+    if len(fields) >= cols.width or max(cols.redop or 0, cols.root or 0) >= len(fields):
+        return False
+    return ((cols.redop is None or fields[cols.redop] in REDOPS)
+            and (cols.root is None or lines.signed_int(fields[cols.root]) is not None))
+
+
+_OLD_ERROR = re.compile(r"\d(?:\.\d+)?e-\d{2,3}|0e\+00")
+"""Old nccl-tests' ``error`` column (``%5.0le`` of the largest deviation: ``2e-07``, ``0e+00``), which
+today's ``#wrong`` (``%6g`` of a count: ``0``, ``12``, ``1e+06``) never prints."""
 
 
 _DELTA_MAX = {"half": 1e-2, "bfloat16": 1e-2, "float": 1e-5, "double": 1e-12}
@@ -363,8 +380,8 @@ class _Test:
     def has_table(self) -> bool:
         return self.columns is not None
 
-    def warn(self, line: int | None, message: str, row: bool = False) -> None:
-        self.draft.warn(line, message, row)
+    def warn(self, line: int | None, message: str, row: bool = False, note: bool = False) -> None:
+        self.draft.warn(line, message, row, note)
 
     def _ranks(self) -> int:
         """The ranks this test's header names so far (its rank lines, else threads x GPUs; 2 without)."""
@@ -408,8 +425,6 @@ class _Test:
             self.printed_busbw = None
             return False
         if cut is not None:
-            self.warn(number, f"data row cut short in its in-place columns ({cut} of {self.columns.width} "
-                              "fields): its out-of-place ones are kept")
             self.printed_busbw = None
         found = self._row(fields, number, cols)
         if isinstance(found, str):
@@ -420,6 +435,9 @@ class _Test:
             return False
         if self._place(found):
             return True
+        if cut is not None:  # said once the row is kept (a row left out says why instead)
+            self.warn(number, f"data row cut short in its in-place columns ({cut} of {self.columns.width} "
+                              "fields): its out-of-place ones are kept")
         self._note_busbw(fields, cols)
         return False
 
@@ -450,15 +468,15 @@ class _Test:
                 self.warn(number, "algbw is (n - 1) / n x size / time and busbw equals it, as nccl-tests "
                                   "printed all_gather and reduce_scatter before commit ec1b5e2 (June 2020, "
                                   "first in v2.9.0): read as algbw = size / time, busbw as printed (the "
-                                  "same as since)")
+                                  "same as since)", note=True)
         if wrong not in (None, "N/A") and cols.max_error:
             limit = _max_error_allowed(dtype, self._ranks())
             if float(wrong) > limit:
                 self.warn(number, f"{place} error is {wrong}, above nccl-tests' tolerance {limit:.0e} for "
-                                  f"{dtype}: the results of this row were wrong (its time is kept)")
+                                  f"{dtype}: the results of this row were wrong (its time is kept)", note=True)
         elif wrong not in (None, "N/A") and float(wrong) > 0:
             self.warn(number, f"{place} #wrong is {wrong}: nccl-tests found wrong results in this row "
-                              "(its time is kept)")
+                              "(its time is kept)", note=True)
         return Timing(read["time"][0], read["algbw"][0], read["busbw"][0], wrong), f
 
     def _note_busbw(self, fields: list[str], cols: _Columns) -> None:
@@ -746,7 +764,7 @@ class _Reader:
             test = self.next_test(number) if cur.has_table else cur
             if stray:
                 test.warn(number, f"column header with {' '.join(stray)!r} before 'size' (expected "
-                                  "'#  size  count  type ...'): read from 'size' on")
+                                  "'#  size  count  type ...'): read from 'size' on", note=True)
             test.columns = _header_columns(tokens, self.path, number)
             test.draft.header_line = number
             test.draft.columns_from = f"column header, line {number}"
@@ -773,7 +791,8 @@ class _Reader:
                 again = "" if cur.labels is None else f" (before: {' '.join(cur.labels)!r}: rows of another setup?)"
                 cur.labels = tuple(fields[:k])
                 cur.warn(number, f"{' '.join(cur.labels)!r} before the row's size{again}: columns added in front of "
-                                 "nccl-tests' own (a script's label?); this row and those like it read from the size on")
+                                 "nccl-tests' own (a script's label?); this row and those like it read from the size on",
+                         note=True)
             fields = fields[k:]
         if lines.is_data_like(fields) and cur.partial is None and lines.is_prose(fields):
             cur.warn(number, f"text starting with a number ({' '.join(fields[:4])} ...): mostly words, so not "
@@ -786,7 +805,8 @@ class _Reader:
                 width = len(lines.without_timestamp(fields))
                 other = _inferred_columns(lines.without_timestamp(fields)) if width != cur.columns.width else None
                 cut = len(cur.columns.placements) > 1 and _placement_end(cur.columns, 0) <= width < cur.columns.width
-                if other is not None and not cut:  # (a row cut in its in-place columns stays: add_row says so)
+                cut = cut or _cut_row_of(cur.columns, lines.without_timestamp(fields))
+                if other is not None and not cut:  # (a row cut short stays: add_row says so)
                     cur = self.next_test(number)  # rows of another layout without a header: another log's
             if cur.columns is None:
                 inferred = _inferred_columns(lines.without_timestamp(fields))

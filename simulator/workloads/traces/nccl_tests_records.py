@@ -55,6 +55,10 @@ class LogWarning:
     message: str
     row: bool = False
     """True when the line is a data row that was left out (it counts as a skipped row)."""
+    note: bool = False
+    """True when the line was used as it is and the warning only says something about it (old
+    nccl-tests' algbw, wrong results its time is kept with, a script's label read past): ``strict``
+    lets it pass."""
 
     def __str__(self) -> str:
         return f"{self.file}:{self.line}: {self.message}" if self.line else f"{self.file}: {self.message}"

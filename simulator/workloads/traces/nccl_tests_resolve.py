@@ -90,8 +90,8 @@ class Draft:
         return (f"nccl-tests reports a failure before its first data row, {self.failed[1]}: no row to compare "
                 "(NCCL_DEBUG=INFO in the run's environment says why it failed)")
 
-    def warn(self, line: int | None, message: str, row: bool = False) -> None:
-        self.warnings.append(LogWarning(self.path, line, message, row))
+    def warn(self, line: int | None, message: str, row: bool = False, note: bool = False) -> None:
+        self.warnings.append(LogWarning(self.path, line, message, row, note))
 
     def saw_binary(self, name: str, line: int, definitive: bool) -> None:
         if self.binary is None or (definitive and not self.binary_definitive):
