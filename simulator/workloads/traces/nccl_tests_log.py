@@ -31,8 +31,9 @@ JSON file of ``-J`` (:mod:`nccl_tests_json`). Columns are found by their names i
 Every line that looks like a data row but cannot be used is a :class:`LogWarning` at its FILE:LINE
 (the row is left out and counted); so is any other text inside a table, a table that ends without
 its footer, and an ``Avg bus bandwidth`` that the rows do not average to. ``strict=True`` makes the
-first of them an :class:`InputError`; a note on a line used as it is (``LogWarning.note``) passes. Lines are split on ``\\n`` only (a form feed or U+2028 inside a
-line moves no later line number); a trailing ``\\r`` (CRLF) is dropped.
+first of them an :class:`InputError`; a note on a line used as it is (``LogWarning.note``) passes.
+Lines are split on ``\\n`` only (a form feed or U+2028 inside a line moves no later line number); a
+trailing ``\\r`` (CRLF) is dropped.
 
 The operation comes from, in order: the binary name (``all_gather_perf`` in ``# Collective test
 starting:`` or on a command line in the log), else the columns (reduction op, root) and the ratio of
